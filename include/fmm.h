@@ -1,0 +1,112 @@
+/*
+ * fmm.h - public C API of the Coulomb fast multipole method.
+ *
+ * Computes, for N point charges q_j at x_j (Gaussian units, no 1/(4 pi eps0)),
+ *     phi_i = sum_{j != i} q_j / |x_i - x_j|,     E_i = -grad phi_i,
+ *     U     = 1/2 sum_i q_i phi_i,
+ * with an open boundary (all of space, no images) or, with opts.periodic, a
+ * periodic box (Ewald convention: tin-foil boundary by default).
+ *
+ * Shape (FINUFFT / ScaFaCoS style):
+ *     fmm_opts o; fmm_default_opts(&o); o.tolerance = 1e-6;
+ *     fmm_plan *p; int rc = fmm_makeplan(&o, NULL, &p);    // NULL box: open, bounding cube
+ *     rc = fmm_setpts(p, n, xyz);                          // builds the tree
+ *     rc = fmm_execute(p, q, phi, field, &energy, virial); // any output may be NULL
+ *     fmm_destroy(p); puts(fmm_strerror(rc));
+ *
+ * Library code never prints, exits or aborts: every failure is a return code.
+ */
+#ifndef FMM_H
+#define FMM_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum fmm_status {
+    FMM_OK = 0,
+    FMM_ERR_ARG,        /* NULL pointer or invalid argument */
+    FMM_ERR_NPTS,       /* n < 1, or n does not match the plan */
+    FMM_ERR_NONFINITE,  /* NaN or Inf in coordinates or charges */
+    FMM_ERR_TOLERANCE,  /* tolerance outside [FMM_TOL_MIN, FMM_TOL_MAX] */
+    FMM_ERR_ORDER,      /* order outside [FMM_ORDER_MIN, FMM_ORDER_MAX] */
+    FMM_ERR_DEPTH,      /* depth outside [0, FMM_DEPTH_MAX] */
+    FMM_ERR_LEAF,       /* leaf size out of range */
+    FMM_ERR_BOX,        /* box not finite and positive, or unsupported shape */
+    FMM_ERR_OUTSIDE,    /* open boundary: a particle lies outside the given box */
+    FMM_ERR_COINCIDENT, /* two particles at the same position: 1/r is infinite */
+    FMM_ERR_NOMEM,      /* out of memory */
+    FMM_ERR_NOPTS,      /* fmm_execute before a successful fmm_setpts */
+    FMM_ERR_DEVICE,     /* requested device not available in this build */
+    FMM_ERR_THREADS,    /* negative thread count */
+    FMM_ERR_BOUNDARY,   /* boundary option invalid, or vacuum with net charge */
+    FMM_STATUS_COUNT
+};
+
+#define FMM_TOL_MIN 1e-12
+#define FMM_TOL_MAX 1e-3
+#define FMM_ORDER_MIN 1
+#define FMM_ORDER_MAX 30
+#define FMM_DEPTH_MAX 20
+#define FMM_LEAF_MAX 4096
+
+enum fmm_device { FMM_DEVICE_CPU = 0, FMM_DEVICE_CUDA = 1 };
+enum fmm_boundary { FMM_BOUNDARY_TINFOIL = 0, FMM_BOUNDARY_VACUUM = 1 };
+
+typedef struct fmm_opts {
+    double tolerance; /* target relative L2 error of the potential (default 1e-6) */
+    int order;        /* expansion order p; 0 = chosen from tolerance */
+    int depth;        /* -1 = adaptive tree (default); D >= 0 forces a uniform tree of depth D */
+    int leaf_size;    /* adaptive tree: max particles per leaf; 0 = chosen from the order */
+    int threads;      /* OpenMP threads; 0 = the OpenMP default */
+    int periodic;     /* 0 = open boundary, 1 = periodic box */
+    int boundary;     /* periodic only: enum fmm_boundary */
+    int device;       /* enum fmm_device */
+} fmm_opts;
+
+/* What the plan chose, after fmm_setpts. */
+typedef struct fmm_info {
+    int order;       /* expansion order p */
+    int depth;       /* deepest tree level (root = 0) */
+    int leaf_size;   /* leaf capacity used to split the tree */
+    long nboxes;     /* tree boxes */
+    long nleaves;    /* leaf boxes */
+    double side;     /* side length of the root cube */
+    double center[3];
+} fmm_info;
+
+typedef struct fmm_plan fmm_plan;
+
+void fmm_default_opts(fmm_opts *opts);
+
+/* box: NULL for an open boundary with the particles' bounding cube; otherwise the
+ * box edge lengths {Lx, Ly, Lz} with the lower corner at the origin. Open boundary:
+ * particles must lie in [0,Lx]x[0,Ly]x[0,Lz]. Periodic: particles are wrapped. */
+int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan);
+
+/* xyz: n interleaved coordinates x0 y0 z0 x1 y1 z1 ... (copied; caller keeps ownership) */
+int fmm_setpts(fmm_plan *plan, long n, const double *xyz);
+
+/* q: n charges in the caller's order. phi (n), field (3n, -grad phi interleaved),
+ * energy (1) and virial (9, row-major W_ab = -dU/d eps_ab) may each be NULL. */
+int fmm_execute(fmm_plan *plan, const double *q, double *phi, double *field, double *energy,
+                double *virial);
+
+int fmm_get_info(const fmm_plan *plan, fmm_info *info);
+
+void fmm_destroy(fmm_plan *plan);
+
+const char *fmm_strerror(int status);
+
+/* O(N^2) direct sum (open boundary), OpenMP-parallel; the reference for tests.
+ * Same outputs and conventions as fmm_execute; threads = 0 for the OpenMP default. */
+int fmm_direct(long n, const double *xyz, const double *q, double *phi, double *field,
+               double *energy, double *virial, int threads);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FMM_H */
