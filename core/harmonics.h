@@ -1,0 +1,61 @@
+/*
+ * Solid harmonics and the particle-level expansion operators.
+ *
+ * Conventions (shared/design/digest-fmm-m2l-fgt.md A.1, corrected):
+ *   regular   R_lm(x) = |x|^l/(l+m)! P_lm(cos t) e^{-i m phi}      ("omega bar")
+ *   irregular I_lm(x) = (l-m)!/|x|^{l+1} P_lm(cos t) e^{+i m phi}  ("mu")
+ * with the Condon-Shortley phase, so that 1/|x-y| = sum_lm R_lm(x) I_lm(y) for |x|<|y|,
+ * and X_{l,-m} = (-1)^m conj(X_lm) for both.
+ *
+ * Expansions are stored as real vectors of (p+1)^2 doubles ("real layout"): for each l,
+ *   [Re X_l0, Re X_l1, Im X_l1, Re X_l2, Im X_l2, ..., Re X_ll, Im X_ll]
+ * (Im X_l0 is zero for real charges and is not stored). Expansions of a box of side h are
+ * scaled, multipole w~_lm = w_lm / h^l and local u~_lm = u_lm h^{l+1}, which makes every
+ * translation operator independent of the tree level.
+ */
+#ifndef FMM_CORE_HARMONICS_H
+#define FMM_CORE_HARMONICS_H
+
+#include <complex.h>
+
+static inline int harm_ncoef(int p) { return (p + 1) * (p + 1); }
+/* real-layout position of Re X_lm (m >= 0) and of Im X_lm (m >= 1) */
+static inline int harm_re(int l, int m) { return l * l + (m == 0 ? 0 : 2 * m - 1); }
+static inline int harm_im(int l, int m) { return l * l + 2 * m; }
+/* full complex index for m = -l..l */
+static inline int harm_full(int l, int m) { return l * l + l + m; }
+
+/* Full complex tables X_lm, l <= p, m = -l..l, at v (index harm_full). */
+void harm_regular_full(int p, const double v[3], double complex *out);
+void harm_irregular_full(int p, const double v[3], double complex *out);
+
+/* Multipole of charges about a centre, scaled by 1/h^l: w += sum q R((x - c)/h).
+ * x, y, z, q: n particles (structure of arrays). */
+void harm_p2m(int p, double h, const double c[3], long n, const double *x, const double *y,
+              const double *z, const double *q, double *w);
+
+/* Local expansion from charges (scaled): u += sum q I((x - c)/h). */
+void harm_p2l(int p, double h, const double c[3], long n, const double *x, const double *y,
+              const double *z, const double *q, double *u);
+
+/* Evaluate a scaled local expansion u about c at n points: phi += ..., E -= grad ... */
+void harm_l2p(int p, double h, const double c[3], const double *u, long n, const double *x,
+              const double *y, const double *z, double *phi, double *ex, double *ey, double *ez);
+
+/* Evaluate a scaled multipole w about c at n points (they must be well outside). */
+void harm_m2p(int p, double h, const double c[3], const double *w, long n, const double *x,
+              const double *y, const double *z, double *phi, double *ex, double *ey, double *ez);
+
+/* Dense real-layout matrix of a linear map out_lm = sum_{j,k=-j..j} f(l,m,j,k) in_jk,
+ * written row-major into A[(p_out+1)^2][(p_in+1)^2]. f is given by a callback. */
+typedef double complex (*harm_coef_fn)(int l, int m, int j, int k, const void *ctx);
+void harm_build_matrix(int p_out, int p_in, harm_coef_fn f, const void *ctx, double *A);
+
+/* Translation matrices of scaled expansions between a parent box (side h) and its child
+ * (side h/2) whose centre is at parent + s*h, s in {-1/4, 1/4}^3: */
+void harm_m2m_matrix(int p, const double s[3], double *A); /* child multipole -> parent */
+void harm_l2l_matrix(int p, const double s[3], double *A); /* parent local -> child */
+/* M2L between equal boxes of side h, source centre - target centre = d*h (|d|_inf >= 2). */
+void harm_m2l_matrix(int p, const double d[3], double *A);
+
+#endif

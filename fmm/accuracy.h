@@ -1,0 +1,8 @@
+/* Error control: the expansion order and leaf size that meet a requested tolerance. */
+#ifndef FMM_FMM_ACCURACY_H
+#define FMM_FMM_ACCURACY_H
+
+int fmm_order_for_tolerance(double tolerance);
+int fmm_leaf_for_order(int p);
+
+#endif

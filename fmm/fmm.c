@@ -1,0 +1,327 @@
+/* The Coulomb FMM driver: plan, tree, upward pass, interaction lists, downward pass. */
+#include "fmm.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/harmonics.h"
+#include "core/octree.h"
+#include "core/p2p.h"
+#include "fmm/accuracy.h"
+#include "m2l/m2l_cpu.h"
+#include "m2l/operators.h"
+
+struct fmm_plan {
+    fmm_opts opts;
+    int have_box;
+    double box[3];
+    int p, ncoef, leaf;
+    m2l_operators ops;
+    double *m2m, *l2l; /* [8][ncoef][ncoef], by child octant */
+    int have_pts;
+    octree tree;
+    double *W, *U;                 /* [nbox][ncoef] scaled multipoles and locals */
+    double *q, *phi, *ex, *ey, *ez; /* particles in tree order */
+};
+
+void fmm_default_opts(fmm_opts *o) {
+    if (!o) return;
+    o->tolerance = 1e-6;
+    o->order = 0;
+    o->depth = -1;
+    o->leaf_size = 0;
+    o->threads = 0;
+    o->periodic = 0;
+    o->boundary = FMM_BOUNDARY_TINFOIL;
+    o->device = FMM_DEVICE_CPU;
+}
+
+static int check_opts(const fmm_opts *o) {
+    if (!(o->tolerance >= FMM_TOL_MIN && o->tolerance <= FMM_TOL_MAX)) return FMM_ERR_TOLERANCE;
+    if (o->order != 0 && (o->order < FMM_ORDER_MIN || o->order > FMM_ORDER_MAX)) return FMM_ERR_ORDER;
+    if (o->depth < -1 || o->depth > FMM_DEPTH_MAX) return FMM_ERR_DEPTH;
+    if (o->leaf_size < 0 || o->leaf_size > FMM_LEAF_MAX) return FMM_ERR_LEAF;
+    if (o->threads < 0) return FMM_ERR_THREADS;
+    if (o->boundary != FMM_BOUNDARY_TINFOIL && o->boundary != FMM_BOUNDARY_VACUUM)
+        return FMM_ERR_BOUNDARY;
+    if (o->device != FMM_DEVICE_CPU && o->device != FMM_DEVICE_CUDA) return FMM_ERR_ARG;
+    if (o->device == FMM_DEVICE_CUDA) return FMM_ERR_DEVICE;
+    if (o->periodic != 0) return FMM_ERR_BOUNDARY; /* periodic boxes: pbc/ (not yet) */
+    return FMM_OK;
+}
+
+static void free_points(fmm_plan *P) {
+    oct_free(&P->tree);
+    free(P->W), free(P->U), free(P->q);
+    P->W = P->U = P->q = NULL;
+    P->phi = P->ex = P->ey = P->ez = NULL;
+    P->have_pts = 0;
+}
+
+void fmm_destroy(fmm_plan *P) {
+    if (!P) return;
+    free_points(P);
+    m2l_operators_free(&P->ops);
+    free(P->m2m), free(P->l2l);
+    free(P);
+}
+
+static void octant_shift(int o, double s[3]) {
+    for (int d = 0; d < 3; ++d) s[d] = (o >> d) & 1 ? 0.25 : -0.25;
+}
+
+int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
+    if (!opts || !plan) return FMM_ERR_ARG;
+    *plan = NULL;
+    int rc = check_opts(opts);
+    if (rc) return rc;
+    if (box)
+        for (int d = 0; d < 3; ++d)
+            if (!(isfinite(box[d]) && box[d] > 0)) return FMM_ERR_BOX;
+    fmm_plan *P = calloc(1, sizeof *P);
+    if (!P) return FMM_ERR_NOMEM;
+    P->opts = *opts;
+    if (box) {
+        P->have_box = 1;
+        memcpy(P->box, box, sizeof P->box);
+    }
+    P->p = opts->order > 0 ? opts->order : fmm_order_for_tolerance(opts->tolerance);
+    P->leaf = opts->leaf_size > 0 ? opts->leaf_size : fmm_leaf_for_order(P->p);
+    P->ncoef = harm_ncoef(P->p);
+    size_t nn = (size_t)P->ncoef * P->ncoef;
+    P->m2m = malloc(sizeof(double) * 8 * nn);
+    P->l2l = malloc(sizeof(double) * 8 * nn);
+    if (!P->m2m || !P->l2l || m2l_operators_init(&P->ops, P->p)) {
+        fmm_destroy(P);
+        return FMM_ERR_NOMEM;
+    }
+    for (int o = 0; o < 8; ++o) {
+        double s[3];
+        octant_shift(o, s);
+        harm_m2m_matrix(P->p, s, P->m2m + o * nn);
+        harm_l2l_matrix(P->p, s, P->l2l + o * nn);
+    }
+    *plan = P;
+    return FMM_OK;
+}
+
+int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
+    if (!P) return FMM_ERR_ARG;
+    if (n < 1 || n > (long)(SIZE_MAX / 64)) return n < 1 ? FMM_ERR_NPTS : FMM_ERR_NOMEM;
+    if (!xyz) return FMM_ERR_ARG;
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    int bad = 0;
+    for (long i = 0; i < n; ++i)
+        for (int d = 0; d < 3; ++d) {
+            double v = xyz[3 * i + d];
+            if (!isfinite(v)) bad = 1;
+            lo[d] = v < lo[d] ? v : lo[d];
+            hi[d] = v > hi[d] ? v : hi[d];
+        }
+    if (bad) return FMM_ERR_NONFINITE;
+    double side;
+    if (P->have_box) {
+        for (int d = 0; d < 3; ++d)
+            if (lo[d] < 0 || hi[d] > P->box[d]) return FMM_ERR_OUTSIDE;
+        side = fmax(P->box[0], fmax(P->box[1], P->box[2]));
+        lo[0] = lo[1] = lo[2] = 0.0;
+    } else {
+        side = fmax(hi[0] - lo[0], fmax(hi[1] - lo[1], hi[2] - lo[2]));
+        side = side > 0 ? side * (1 + 1e-12) : 1.0;
+        for (int d = 0; d < 3; ++d) lo[d] = 0.5 * (lo[d] + hi[d]) - 0.5 * side;
+    }
+    int saved = omp_get_max_threads();
+    if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
+    octree t;
+    int rc = oct_build(&t, n, xyz, lo, side, P->opts.depth, P->leaf, 0);
+    if (P->opts.threads > 0) omp_set_num_threads(saved);
+    if (rc) return rc;
+    size_t ne = (size_t)t.nbox * P->ncoef;
+    double *W = malloc(sizeof(double) * ne), *U = malloc(sizeof(double) * ne);
+    double *q = malloc(sizeof(double) * 5 * (size_t)n);
+    if (!W || !U || !q) {
+        free(W), free(U), free(q);
+        oct_free(&t);
+        return FMM_ERR_NOMEM;
+    }
+    free_points(P);
+    P->tree = t;
+    P->W = W, P->U = U, P->q = q;
+    P->phi = q + n, P->ex = q + 2 * n, P->ey = q + 3 * n, P->ez = q + 4 * n;
+    P->have_pts = 1;
+    return FMM_OK;
+}
+
+int fmm_get_info(const fmm_plan *P, fmm_info *info) {
+    if (!P || !info) return FMM_ERR_ARG;
+    memset(info, 0, sizeof *info);
+    info->order = P->p;
+    info->leaf_size = P->leaf;
+    if (!P->have_pts) return FMM_OK;
+    info->depth = P->tree.depth;
+    info->nboxes = P->tree.nbox;
+    info->nleaves = P->tree.nleaf;
+    info->side = P->tree.side;
+    for (int d = 0; d < 3; ++d) info->center[d] = P->tree.lo[d] + 0.5 * P->tree.side;
+    return FMM_OK;
+}
+
+static void matvec_add(int n, const double *restrict A, const double *restrict x, double *restrict y) {
+    for (int i = 0; i < n; ++i) {
+        const double *a = A + (size_t)i * n;
+        double s = 0.0;
+#pragma omp simd reduction(+ : s)
+        for (int k = 0; k < n; ++k) s += a[k] * x[k];
+        y[i] += s;
+    }
+}
+
+static inline double box_side(const octree *t, int level) { return t->side / (double)(1 << level); }
+
+static void upward(fmm_plan *P) {
+    const octree *t = &P->tree;
+    const int nc = P->ncoef;
+    const size_t nn = (size_t)nc * nc;
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int i = 0; i < t->nleaf; ++i) {
+        const oct_box *B = &t->box[t->leaves[i]];
+        double *w = P->W + (size_t)t->leaves[i] * nc;
+        memset(w, 0, sizeof(double) * nc);
+        harm_p2m(P->p, box_side(t, B->level), B->c, B->end - B->begin, t->x + B->begin,
+                 t->y + B->begin, t->z + B->begin, P->q + B->begin, w);
+    }
+    for (int l = t->depth - 1; l >= 0; --l) {
+#pragma omp parallel for schedule(dynamic, 16)
+        for (int b = t->level_start[l]; b < t->level_start[l + 1]; ++b) {
+            const oct_box *B = &t->box[b];
+            if (oct_is_leaf(B)) continue;
+            double *w = P->W + (size_t)b * nc;
+            memset(w, 0, sizeof(double) * nc);
+            for (int o = 0; o < 8; ++o)
+                if (B->child[o] >= 0) matvec_add(nc, P->m2m + o * nn, P->W + (size_t)B->child[o] * nc, w);
+        }
+    }
+}
+
+static void image_shift(const octree *t, int code, double s[3]) {
+    int v[3];
+    oct_shift_vec(code, v);
+    for (int d = 0; d < 3; ++d) s[d] = v[d] * t->side;
+}
+
+static int interactions(fmm_plan *P) {
+    const octree *t = &P->tree;
+    const int nc = P->ncoef;
+    memset(P->U, 0, sizeof(double) * (size_t)t->nbox * nc);
+    for (int l = 2; l <= t->depth; ++l) {
+        int rc = m2l_cpu_level(&P->ops, t, l, P->W, P->U);
+        if (rc) return rc;
+    }
+    /* X list: particles of coarser leaves straight into the local expansion */
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int b = 0; b < t->nbox; ++b) {
+        const oct_box *B = &t->box[b];
+        for (long e = t->X.start[b]; e < t->X.start[b + 1]; ++e) {
+            const oct_box *C = &t->box[t->X.box[e]];
+            double s[3], c[3];
+            image_shift(t, t->X.aux[e], s);
+            for (int d = 0; d < 3; ++d) c[d] = B->c[d] - s[d];
+            harm_p2l(P->p, box_side(t, B->level), c, C->end - C->begin, t->x + C->begin,
+                     t->y + C->begin, t->z + C->begin, P->q + C->begin, P->U + (size_t)b * nc);
+        }
+    }
+    return FMM_OK;
+}
+
+static void downward(fmm_plan *P) {
+    const octree *t = &P->tree;
+    const int nc = P->ncoef;
+    const size_t nn = (size_t)nc * nc;
+    for (int l = 1; l <= t->depth; ++l) {
+#pragma omp parallel for schedule(dynamic, 16)
+        for (int b = t->level_start[l]; b < t->level_start[l + 1]; ++b) {
+            const oct_box *B = &t->box[b], *A = &t->box[B->parent];
+            int o = (B->ix[0] & 1) | (B->ix[1] & 1) << 1 | (B->ix[2] & 1) << 2;
+            (void)A;
+            matvec_add(nc, P->l2l + o * nn, P->U + (size_t)B->parent * nc, P->U + (size_t)b * nc);
+        }
+    }
+}
+
+static void leaves(fmm_plan *P) {
+    const octree *t = &P->tree;
+    const int nc = P->ncoef;
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int i = 0; i < t->nleaf; ++i) {
+        int b = t->leaves[i];
+        const oct_box *B = &t->box[b];
+        long s0 = B->begin, m = B->end - B->begin;
+        const double *x = t->x + s0, *y = t->y + s0, *z = t->z + s0;
+        double *phi = P->phi + s0, *ex = P->ex + s0, *ey = P->ey + s0, *ez = P->ez + s0;
+        memset(phi, 0, sizeof(double) * m), memset(ex, 0, sizeof(double) * m);
+        memset(ey, 0, sizeof(double) * m), memset(ez, 0, sizeof(double) * m);
+        if (B->level >= 2 || t->periodic)
+            harm_l2p(P->p, box_side(t, B->level), B->c, P->U + (size_t)b * nc, m, x, y, z, phi, ex,
+                     ey, ez);
+        for (long e = t->W.start[b]; e < t->W.start[b + 1]; ++e) {
+            const oct_box *C = &t->box[t->W.box[e]];
+            double s[3], c[3];
+            image_shift(t, t->W.aux[e], s);
+            for (int d = 0; d < 3; ++d) c[d] = C->c[d] + s[d];
+            harm_m2p(P->p, box_side(t, C->level), c, P->W + (size_t)t->W.box[e] * nc, m, x, y, z,
+                     phi, ex, ey, ez);
+        }
+        for (long e = t->U.start[b]; e < t->U.start[b + 1]; ++e) {
+            const oct_box *C = &t->box[t->U.box[e]];
+            double s[3];
+            image_shift(t, t->U.aux[e], s);
+            p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin, t->z + C->begin,
+                P->q + C->begin, s, phi, ex, ey, ez);
+        }
+    }
+}
+
+int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy,
+                double *virial) {
+    if (!P || !q) return FMM_ERR_ARG;
+    if (!P->have_pts) return FMM_ERR_NOPTS;
+    const octree *t = &P->tree;
+    const long n = t->n;
+    for (long i = 0; i < n; ++i)
+        if (!isfinite(q[i])) return FMM_ERR_NONFINITE;
+    int saved = omp_get_max_threads();
+    if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) P->q[i] = q[t->perm[i]];
+    upward(P);
+    int rc = interactions(P);
+    if (rc == FMM_OK) {
+        downward(P);
+        leaves(P);
+        double U = 0.0, Wv[9] = {0};
+        const double *c = t->box[0].c;
+#pragma omp parallel for schedule(static) reduction(+ : U)
+        for (long i = 0; i < n; ++i) {
+            long j = t->perm[i];
+            if (phi) phi[j] = P->phi[i];
+            if (field) field[3 * j] = P->ex[i], field[3 * j + 1] = P->ey[i], field[3 * j + 2] = P->ez[i];
+            U += 0.5 * P->q[i] * P->phi[i];
+        }
+        if (energy) *energy = U;
+        if (virial) {
+            /* open boundary: W_ab = sum_i q_i E_i,a (x_i - c)_b, symmetrised */
+            for (long i = 0; i < n; ++i) {
+                const double E[3] = {P->ex[i], P->ey[i], P->ez[i]};
+                const double r[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
+                for (int a = 0; a < 3; ++a)
+                    for (int b = 0; b < 3; ++b) Wv[3 * a + b] += P->q[i] * E[a] * r[b];
+            }
+            for (int a = 0; a < 3; ++a)
+                for (int b = 0; b < 3; ++b) virial[3 * a + b] = 0.5 * (Wv[3 * a + b] + Wv[3 * b + a]);
+        }
+    }
+    if (P->opts.threads > 0) omp_set_num_threads(saved);
+    return rc;
+}
