@@ -1,0 +1,516 @@
+/*
+ * pointsets.c - deterministic test point sets (uniform, Plummer, sphere surface, SPC/E-like
+ * water) and the "x y z q" text reader/writer. See pointsets.h.
+ */
+#include "pointsets.h"
+
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PTS_PI 3.14159265358979323846
+
+/* ---------------------------------------------------------------------------------------
+ * PRNG: xoshiro256** (Blackman & Vigna), state seeded from splitmix64.
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct {
+    uint64_t s[4];
+} pts_rng;
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* stream: independent sub-streams of one seed (positions, charges, ...). */
+static void rng_seed(pts_rng *r, uint64_t seed, uint64_t stream)
+{
+    uint64_t x = seed ^ (stream * 0xd1342543de82ef95ULL);
+    /* Mix the stream in once more so that (seed, stream) pairs do not alias trivially. */
+    x = splitmix64(&x) + stream;
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+}
+
+static inline uint64_t rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t rng_next(pts_rng *r)
+{
+    uint64_t *s = r->s;
+    const uint64_t result = rotl64(s[1] * 5, 7) * 9;
+    const uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl64(s[3], 45);
+    return result;
+}
+
+/* Uniform in [0, 1), 53 random bits. */
+static double rng_u01(pts_rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+
+/* Uniform in the open interval (0, 1). */
+static double rng_open01(pts_rng *r) { return ((double)(rng_next(r) >> 11) + 0.5) * 0x1.0p-53; }
+
+/* Uniform in [0, n) for n >= 1 (Lemire's multiply-shift with rejection, unbiased). */
+static uint64_t rng_below(pts_rng *r, uint64_t n)
+{
+    /* n is at most a few 1e7 here, so a 64-bit rejection loop is simple and exact. */
+    uint64_t limit = UINT64_MAX - (UINT64_MAX % n);
+    uint64_t x;
+    do {
+        x = rng_next(r);
+    } while (x >= limit);
+    return x % n;
+}
+
+/* Uniform random unit vector. */
+static void rng_unit_vector(pts_rng *r, double v[3])
+{
+    double z = 2.0 * rng_u01(r) - 1.0;
+    double phi = 2.0 * PTS_PI * rng_u01(r);
+    double s = sqrt(fmax(0.0, 1.0 - z * z));
+    v[0] = s * cos(phi);
+    v[1] = s * sin(phi);
+    v[2] = z;
+}
+
+enum { STREAM_POS = 1, STREAM_CHARGE = 2, STREAM_SITES = 3, STREAM_ORIENT = 4 };
+
+/* ---------------------------------------------------------------------------------------
+ * Helpers
+ * ------------------------------------------------------------------------------------- */
+
+const char *pts_strerror(int status)
+{
+    switch (status) {
+    case PTS_OK: return "success";
+    case PTS_ERR_ARG: return "invalid argument";
+    case PTS_ERR_NOMEM: return "out of memory";
+    case PTS_ERR_IO: return "cannot open, read or write file";
+    case PTS_ERR_PARSE: return "malformed line in particle file";
+    case PTS_ERR_NONFINITE: return "non-finite number (nan or inf)";
+    case PTS_ERR_EMPTY: return "no particles";
+    case PTS_ERR_PLACE: return "could not place water molecule without overlap";
+    default: return "unknown error";
+    }
+}
+
+/* n particles fit in size_t-indexed arrays of 3n doubles. */
+static int count_ok(long n, long atoms_per_item)
+{
+    if (n < 1) return 0;
+    if ((unsigned long)n > (unsigned long)(LONG_MAX / (3 * atoms_per_item))) return 0;
+    if ((uint64_t)n * (uint64_t)(3 * atoms_per_item) > (uint64_t)(SIZE_MAX / sizeof(double)))
+        return 0;
+    return 1;
+}
+
+/* Charges uniform in [-1, 1], shifted to zero sum. Two correction passes with a long double
+ * accumulator leave |sum q| at the rounding level of the individual charges. */
+static void neutral_charges(long n, uint64_t seed, double *q)
+{
+    pts_rng r;
+    rng_seed(&r, seed, STREAM_CHARGE);
+    for (long i = 0; i < n; i++) q[i] = 2.0 * rng_u01(&r) - 1.0;
+    if (n == 1) {
+        q[0] = 0.0; /* the only neutral single charge */
+        return;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        long double sum = 0.0L;
+        for (long i = 0; i < n; i++) sum += q[i];
+        double mean = (double)(sum / (long double)n);
+        for (long i = 0; i < n; i++) q[i] -= mean;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Generators
+ * ------------------------------------------------------------------------------------- */
+
+int pts_uniform(long n, uint64_t seed, double *xyz, double *q)
+{
+    if (!xyz || !q || !count_ok(n, 1)) return PTS_ERR_ARG;
+    pts_rng r;
+    rng_seed(&r, seed, STREAM_POS);
+    for (long i = 0; i < 3 * n; i++) xyz[i] = rng_u01(&r);
+    neutral_charges(n, seed, q);
+    return PTS_OK;
+}
+
+int pts_plummer(long n, uint64_t seed, double *xyz, double *q)
+{
+    if (!xyz || !q || !count_ok(n, 1)) return PTS_ERR_ARG;
+    const double a = 1.0, rmax = 100.0 * a;
+    pts_rng r;
+    rng_seed(&r, seed, STREAM_POS);
+    for (long i = 0; i < n; i++) {
+        double rad;
+        do {
+            /* Inverse of the enclosed-mass fraction M(r) = r^3 / (r^2 + a^2)^(3/2). */
+            double u = rng_open01(&r);
+            rad = a / sqrt(pow(u, -2.0 / 3.0) - 1.0);
+        } while (!(rad <= rmax)); /* also redraws inf/nan from u rounding to 1 */
+        double v[3];
+        rng_unit_vector(&r, v);
+        for (int d = 0; d < 3; d++) xyz[3 * i + d] = rad * v[d];
+    }
+    neutral_charges(n, seed, q);
+    return PTS_OK;
+}
+
+int pts_sphere_surface(long n, uint64_t seed, double *xyz, double *q)
+{
+    if (!xyz || !q || !count_ok(n, 1)) return PTS_ERR_ARG;
+    pts_rng r;
+    rng_seed(&r, seed, STREAM_POS);
+    for (long i = 0; i < n; i++) rng_unit_vector(&r, xyz + 3 * i);
+    neutral_charges(n, seed, q);
+    return PTS_OK;
+}
+
+/* SPC/E geometry and charges. */
+#define WATER_DENSITY 33.4 /* molecules per nm^3 */
+#define WATER_QO (-0.8476)
+#define WATER_QH 0.4238
+#define WATER_ROH 0.1                                   /* nm */
+#define WATER_HALF_ANGLE (0.5 * 109.47 * PTS_PI / 180.0) /* half of H-O-H */
+#define WATER_MIN_DIST 0.05                             /* nm, enforced between molecules */
+#define WATER_MAX_TRIES 1000
+
+static double wrap_coord(double x, double box)
+{
+    x = fmod(x, box);
+    if (x < 0.0) x += box;
+    if (x >= box) x = nextafter(box, 0.0); /* x was a tiny negative number */
+    return x;
+}
+
+/* Squared minimum-image distance in a cubic box. */
+static double dist2_pbc(const double *a, const double *b, double box)
+{
+    double s = 0.0;
+    for (int d = 0; d < 3; d++) {
+        double t = a[d] - b[d];
+        t -= box * nearbyint(t / box);
+        s += t * t;
+    }
+    return s;
+}
+
+/* 1 if the 3 atoms of molecule `mol` (at xyz + 9*mol) keep WATER_MIN_DIST from molecule `other`. */
+static int molecules_apart(const double *xyz, long mol, long other, double box)
+{
+    const double dmin2 = WATER_MIN_DIST * WATER_MIN_DIST;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            if (dist2_pbc(xyz + 9 * mol + 3 * a, xyz + 9 * other + 3 * b, box) < dmin2) return 0;
+    return 1;
+}
+
+int pts_water(long nmol, uint64_t seed, double *xyz, double *q, double *box_edge)
+{
+    if (!xyz || !q || !count_ok(nmol, 3)) return PTS_ERR_ARG;
+
+    const double box = cbrt((double)nmol / WATER_DENSITY);
+    long m = (long)ceil(cbrt((double)nmol));
+    while (m > 1 && (m - 1) * (m - 1) * (m - 1) >= nmol) m--;
+    while (m * m * m < nmol) m++;
+    const long nsites = m * m * m;
+    const double spacing = box / (double)m;
+    const double jitter = 0.1 * spacing; /* per axis, uniform in [-jitter, jitter] */
+
+    /* occ[site] = molecule index or -1. Molecules are numbered in site order, so when
+     * molecule k is placed, every molecule with a smaller index is already in place. */
+    long *occ = malloc((size_t)nsites * sizeof *occ);
+    if (!occ) return PTS_ERR_NOMEM;
+
+    /* Choose nmol of the m^3 sites at random (vacancies spread over the box). */
+    if (nmol == nsites) {
+        for (long s = 0; s < nsites; s++) occ[s] = 1;
+    } else {
+        long *perm = malloc((size_t)nsites * sizeof *perm);
+        if (!perm) {
+            free(occ);
+            return PTS_ERR_NOMEM;
+        }
+        pts_rng rs;
+        rng_seed(&rs, seed, STREAM_SITES);
+        for (long s = 0; s < nsites; s++) perm[s] = s;
+        for (long s = 0; s < nmol; s++) { /* partial Fisher-Yates */
+            long j = s + (long)rng_below(&rs, (uint64_t)(nsites - s));
+            long t = perm[s];
+            perm[s] = perm[j];
+            perm[j] = t;
+        }
+        for (long s = 0; s < nsites; s++) occ[s] = 0;
+        for (long s = 0; s < nmol; s++) occ[perm[s]] = 1;
+        free(perm);
+    }
+    {
+        long k = 0;
+        for (long s = 0; s < nsites; s++) occ[s] = occ[s] ? k++ : -1;
+    }
+
+    /* Molecule frame: O at the origin, H in the xz plane, symmetric about z. */
+    const double hx = WATER_ROH * sin(WATER_HALF_ANGLE), hz = WATER_ROH * cos(WATER_HALF_ANGLE);
+    const double frame[3][3] = {{0.0, 0.0, 0.0}, {hx, 0.0, hz}, {-hx, 0.0, hz}};
+
+    pts_rng rp, ro;
+    rng_seed(&rp, seed, STREAM_POS);
+    rng_seed(&ro, seed, STREAM_ORIENT);
+    int status = PTS_OK;
+
+    for (long site = 0; site < nsites && status == PTS_OK; site++) {
+        const long k = occ[site];
+        if (k < 0) continue;
+        const long ix = site / (m * m), iy = (site / m) % m, iz = site % m;
+        const double c0[3] = {((double)ix + 0.5) * spacing, ((double)iy + 0.5) * spacing,
+                              ((double)iz + 0.5) * spacing};
+        int placed = 0;
+        for (int attempt = 0; attempt < WATER_MAX_TRIES && !placed; attempt++) {
+            double c[3];
+            for (int d = 0; d < 3; d++) c[d] = c0[d] + jitter * (2.0 * rng_u01(&rp) - 1.0);
+            /* Uniform random rotation from a uniform unit quaternion (Shoemake 1992). */
+            double u1 = rng_u01(&ro), u2 = rng_u01(&ro), u3 = rng_u01(&ro);
+            double a = sqrt(1.0 - u1), b = sqrt(u1);
+            double qw = a * sin(2.0 * PTS_PI * u2), qx = a * cos(2.0 * PTS_PI * u2);
+            double qy = b * sin(2.0 * PTS_PI * u3), qz = b * cos(2.0 * PTS_PI * u3);
+            double R[3][3] = {
+                {1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)},
+                {2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)},
+                {2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)}};
+            for (int at = 0; at < 3; at++)
+                for (int d = 0; d < 3; d++) {
+                    double p = c[d] + R[d][0] * frame[at][0] + R[d][1] * frame[at][1] +
+                               R[d][2] * frame[at][2];
+                    xyz[9 * k + 3 * at + d] = wrap_coord(p, box);
+                }
+
+            /* Check against molecules already placed. With m >= 3 the 27 sites around this
+             * one are distinct and atoms from sites two apart are always >= 0.15 nm apart
+             * (spacing >= 0.21 nm, jitter + bond <= 0.1 + 0.17 spacing); with m <= 2 there
+             * are at most 8 molecules, so check them all. */
+            placed = 1;
+            if (m <= 2) {
+                for (long o = 0; o < k && placed; o++) placed = molecules_apart(xyz, k, o, box);
+            } else {
+                for (long dx = -1; dx <= 1 && placed; dx++)
+                    for (long dy = -1; dy <= 1 && placed; dy++)
+                        for (long dz = -1; dz <= 1 && placed; dz++) {
+                            long jx = (ix + dx + m) % m, jy = (iy + dy + m) % m,
+                                 jz = (iz + dz + m) % m;
+                            long o = occ[(jx * m + jy) * m + jz];
+                            if (o >= 0 && o < k) placed = molecules_apart(xyz, k, o, box);
+                        }
+            }
+        }
+        if (!placed) status = PTS_ERR_PLACE;
+        q[3 * k] = WATER_QO;
+        q[3 * k + 1] = WATER_QH;
+        q[3 * k + 2] = WATER_QH;
+    }
+    free(occ);
+    if (status == PTS_OK && box_edge) *box_edge = box;
+    return status;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Text I/O
+ * ------------------------------------------------------------------------------------- */
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Reads one line of any length into *buf (grown with realloc). Returns 1 on a line, 0 at
+ * end of file, -1 on a read error, -2 when out of memory. The newline is stripped. */
+static int read_line(FILE *f, char **buf, size_t *cap)
+{
+    size_t len = 0;
+    if (!*buf) {
+        *cap = 256;
+        *buf = malloc(*cap);
+        if (!*buf) return -2;
+    }
+    for (;;) {
+        if (!fgets(*buf + len, (int)(*cap - len < INT_MAX ? *cap - len : INT_MAX), f)) {
+            if (ferror(f)) return -1;
+            if (len == 0) return 0;
+            return 1; /* last line without newline */
+        }
+        len += strlen(*buf + len);
+        if (len > 0 && (*buf)[len - 1] == '\n') {
+            (*buf)[len - 1] = '\0';
+            return 1;
+        }
+        if (feof(f)) return 1;
+        if (*cap > SIZE_MAX / 2) return -2;
+        char *nb = realloc(*buf, *cap * 2);
+        if (!nb) return -2;
+        *buf = nb;
+        *cap *= 2;
+    }
+}
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+int pts_read_xyzq(const char *path, long *n, double **xyz, double **q, char *err, size_t errlen)
+{
+    if (err && errlen > 0) err[0] = '\0';
+    if (n) *n = 0;
+    if (xyz) *xyz = NULL;
+    if (q) *q = NULL;
+    if (!path || !n || !xyz || !q) {
+        set_err(err, errlen, "pts_read_xyzq: NULL argument");
+        return PTS_ERR_ARG;
+    }
+
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return PTS_ERR_IO;
+    }
+
+    char *line = NULL;
+    size_t linecap = 0;
+    double *X = NULL, *Q = NULL;
+    size_t cap = 0, count = 0;
+    long lineno = 0;
+    int status = PTS_OK;
+
+    for (;;) {
+        int rl = read_line(f, &line, &linecap);
+        if (rl == 0) break;
+        if (rl == -1) {
+            status = PTS_ERR_IO;
+            set_err(err, errlen, "%s:%ld: read error", path, lineno + 1);
+            break;
+        }
+        if (rl == -2) {
+            status = PTS_ERR_NOMEM;
+            set_err(err, errlen, "%s:%ld: out of memory", path, lineno + 1);
+            break;
+        }
+        lineno++;
+
+        const char *p = line;
+        while (is_space(*p)) p++;
+        if (*p == '\0' || *p == '#') continue;
+
+        double v[4];
+        int k;
+        for (k = 0; k < 4; k++) {
+            while (is_space(*p)) p++;
+            if (*p == '\0' || *p == '#') break;
+            char *end;
+            errno = 0;
+            v[k] = strtod(p, &end);
+            if (end == p || !(*end == '\0' || *end == '#' || is_space(*end))) {
+                status = PTS_ERR_PARSE;
+                break;
+            }
+            if (!isfinite(v[k])) {
+                status = PTS_ERR_NONFINITE;
+                set_err(err, errlen, "%s:%ld: non-finite number in column %d (nan, inf or overflow)",
+                        path, lineno, k + 1);
+                break;
+            }
+            p = end;
+        }
+        if (status == PTS_OK) {
+            while (is_space(*p)) p++;
+            if (k < 4 || !(*p == '\0' || *p == '#')) status = PTS_ERR_PARSE;
+        }
+        if (status == PTS_ERR_PARSE)
+            set_err(err, errlen, "%s:%ld: expected 4 numbers x y z q", path, lineno);
+        if (status != PTS_OK) break;
+
+        if (count == cap) {
+            size_t ncap = cap ? 2 * cap : 1024;
+            if (ncap > SIZE_MAX / (3 * sizeof(double)) || ncap > (size_t)LONG_MAX) {
+                status = PTS_ERR_NOMEM;
+            } else {
+                double *nx = realloc(X, ncap * 3 * sizeof(double));
+                if (nx) X = nx;
+                double *nq = nx ? realloc(Q, ncap * sizeof(double)) : NULL;
+                if (nq) Q = nq;
+                if (!nx || !nq) status = PTS_ERR_NOMEM;
+                else cap = ncap;
+            }
+            if (status != PTS_OK) {
+                set_err(err, errlen, "%s:%ld: out of memory", path, lineno);
+                break;
+            }
+        }
+        X[3 * count] = v[0];
+        X[3 * count + 1] = v[1];
+        X[3 * count + 2] = v[2];
+        Q[count] = v[3];
+        count++;
+    }
+    free(line);
+    if (fclose(f) != 0 && status == PTS_OK) {
+        status = PTS_ERR_IO;
+        set_err(err, errlen, "%s: read error", path);
+    }
+    if (status == PTS_OK && count == 0) {
+        status = PTS_ERR_EMPTY;
+        set_err(err, errlen, "%s: no particles (expected lines 'x y z q')", path);
+    }
+    if (status != PTS_OK) {
+        free(X);
+        free(Q);
+        return status;
+    }
+    /* Trim to size; keep the larger block if the shrink fails. */
+    double *tx = realloc(X, count * 3 * sizeof(double));
+    if (tx) X = tx;
+    double *tq = realloc(Q, count * sizeof(double));
+    if (tq) Q = tq;
+    *n = (long)count;
+    *xyz = X;
+    *q = Q;
+    return PTS_OK;
+}
+
+int pts_write_xyzq(const char *path, long n, const double *xyz, const double *q)
+{
+    if (!path || !xyz || !q || !count_ok(n, 1)) return PTS_ERR_ARG;
+    for (long i = 0; i < n; i++)
+        if (!isfinite(xyz[3 * i]) || !isfinite(xyz[3 * i + 1]) || !isfinite(xyz[3 * i + 2]) ||
+            !isfinite(q[i]))
+            return PTS_ERR_NONFINITE;
+    FILE *f = fopen(path, "w");
+    if (!f) return PTS_ERR_IO;
+    int ok = 1;
+    for (long i = 0; i < n && ok; i++)
+        ok = fprintf(f, "%.17g %.17g %.17g %.17g\n", xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2],
+                     q[i]) > 0;
+    if (fclose(f) != 0) ok = 0;
+    if (!ok) {
+        remove(path); /* do not leave a truncated file behind */
+        return PTS_ERR_IO;
+    }
+    return PTS_OK;
+}

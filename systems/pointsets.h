@@ -1,0 +1,84 @@
+/*
+ * pointsets.h - test systems for the Coulomb FMM: point-set generators and a text reader/writer.
+ *
+ * Every generator is deterministic: the same (n, seed) gives bit-identical output on any
+ * machine with the same libm, because it uses its own small PRNG (xoshiro256** seeded with
+ * splitmix64) and never rand(). Positions and charges come from separate random streams, so
+ * the positions of the first k particles do not depend on n.
+ *
+ * Layout everywhere: xyz holds n interleaved coordinates x0 y0 z0 x1 y1 z1 ..., q holds n
+ * charges; the caller allocates both (3n and n doubles).
+ *
+ * Functions never print or exit: they return PTS_OK (0) or one of enum pts_status.
+ */
+#ifndef FMM_POINTSETS_H
+#define FMM_POINTSETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum pts_status {
+    PTS_OK = 0,
+    PTS_ERR_ARG,       /* NULL pointer, n < 1, or n too large for memory sizes */
+    PTS_ERR_NOMEM,     /* out of memory */
+    PTS_ERR_IO,        /* file cannot be opened, read or written */
+    PTS_ERR_PARSE,     /* malformed line in a text file */
+    PTS_ERR_NONFINITE, /* NaN or Inf in a file (or in data to be written) */
+    PTS_ERR_EMPTY,     /* file holds no particles */
+    PTS_ERR_PLACE,     /* water: could not place a molecule without overlap (not expected) */
+    PTS_STATUS_COUNT
+};
+
+/* A short English description of a pts_status code (never NULL). */
+const char *pts_strerror(int status);
+
+/* Uniform random points in the unit cube [0,1)^3: the easy, well-balanced case for an
+ * octree. Charges are uniform in [-1,1], then shifted so that their sum is zero (to
+ * rounding), so the system is neutral like a physical one. */
+int pts_uniform(long n, uint64_t seed, double *xyz, double *q);
+
+/* Plummer sphere centred at the origin, scale radius a = 1: a strongly clustered,
+ * highly non-uniform distribution (density ~ (1 + r^2)^(-5/2)) that exercises an adaptive
+ * tree. Radii beyond 100 a are redrawn so the bounding box stays bounded (the untruncated
+ * distribution has a heavy tail). Charges as in pts_uniform. */
+int pts_plummer(long n, uint64_t seed, double *xyz, double *q);
+
+/* Uniform random points on the unit sphere surface centred at the origin: a 2-D manifold
+ * in 3-D, so most octree boxes are empty (tests adaptive trees and empty-box handling).
+ * Charges as in pts_uniform. */
+int pts_sphere_surface(long n, uint64_t seed, double *xyz, double *q);
+
+/* Water-like system: nmol rigid SPC/E molecules (O -0.8476 e, H +0.4238 e, O-H 0.1 nm,
+ * H-O-H 109.47 deg), random orientations, oxygens on a jittered simple-cubic lattice at the
+ * number density of liquid water (33.4 molecules / nm^3). Units: nm and e. Writes 3*nmol
+ * atoms in the order O H H, O H H, ... into xyz[9*nmol] and q[3*nmol], and the cubic box
+ * edge length (nm) into *box_edge (may be NULL). Clustered, exactly neutral per molecule up
+ * to rounding, with dipoles: the charge pattern of biomolecular simulation. All atoms lie in
+ * [0, box)^3 (wrapped periodically) and no two atoms are closer than 0.05 nm, including
+ * across the periodic boundary. */
+int pts_water(long nmol, uint64_t seed, double *xyz, double *q, double *box_edge);
+
+/* Reads a text file with one particle per line, "x y z q" (whitespace separated, any
+ * strtod number format in the C locale). Blank lines and lines starting with '#' are
+ * skipped, and anything after a '#' on a data line is ignored. On success *n is the particle
+ * count and *xyz (3n) and *q (n) are malloc'ed arrays that the caller frees.
+ * On failure *n = 0, *xyz = *q = NULL, nothing is leaked, and, if err != NULL and
+ * errlen > 0, err holds a one-line message such as "file.txt:12: expected 4 numbers x y z q".
+ * Errors: PTS_ERR_IO (cannot open/read), PTS_ERR_PARSE (wrong count of numbers or text that
+ * is not a number), PTS_ERR_NONFINITE (nan, inf, or a number that overflows a double),
+ * PTS_ERR_EMPTY (no particle lines), PTS_ERR_NOMEM, PTS_ERR_ARG. */
+int pts_read_xyzq(const char *path, long *n, double **xyz, double **q, char *err, size_t errlen);
+
+/* Writes n particles as "x y z q" lines with %.17g, so pts_read_xyzq reads back exactly the
+ * same doubles. Refuses (PTS_ERR_NONFINITE) data that the reader would reject. */
+int pts_write_xyzq(const char *path, long n, const double *xyz, const double *q);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FMM_POINTSETS_H */
