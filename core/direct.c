@@ -73,3 +73,34 @@ int fmm_direct(long n, const double *xyz, const double *q, double *phi, double *
     free(buf);
     return FMM_OK;
 }
+
+int fmm_direct_targets(long n, const double *xyz, const double *q, long m, const long *targets,
+                       double *phi, double *field, int threads) {
+    if (n < 1 || m < 0) return FMM_ERR_NPTS;
+    if (!xyz || !q || (m > 0 && !targets)) return FMM_ERR_ARG;
+    if (threads < 0) return FMM_ERR_THREADS;
+    for (long i = 0; i < m; ++i)
+        if (targets[i] < 0 || targets[i] >= n) return FMM_ERR_ARG;
+    for (long i = 0; i < 3 * n; ++i)
+        if (!isfinite(xyz[i])) return FMM_ERR_NONFINITE;
+    for (long i = 0; i < n; ++i)
+        if (!isfinite(q[i])) return FMM_ERR_NONFINITE;
+    double *buf = malloc(sizeof(double) * 4 * (size_t)n);
+    if (!buf) return FMM_ERR_NOMEM;
+    double *x = buf, *y = x + n, *z = y + n, *qq = z + n;
+    for (long i = 0; i < n; ++i) {
+        x[i] = xyz[3 * i], y[i] = xyz[3 * i + 1], z[i] = xyz[3 * i + 2], qq[i] = q[i];
+    }
+    const double zero[3] = {0, 0, 0};
+    int nt = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (long k = 0; k < m; ++k) {
+        long i = targets[k];
+        double p = 0, e[3] = {0, 0, 0};
+        p2p(1, x + i, y + i, z + i, n, x, y, z, qq, zero, &p, e, e + 1, e + 2);
+        if (phi) phi[k] = p;
+        if (field) field[3 * k] = e[0], field[3 * k + 1] = e[1], field[3 * k + 2] = e[2];
+    }
+    free(buf);
+    return FMM_OK;
+}

@@ -1,5 +1,6 @@
 #include "core/harmonics.h"
 
+#include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,25 +68,27 @@ static void irregular_tri(int p, double x, double y, double z, double *re, doubl
     }
 }
 
-static void tri_to_full(int p, const double *re, const double *im, double complex *out) {
+static void tri_to_full(int p, const double *re, const double *im, double *fre, double *fim) {
     for (int l = 0; l <= p; ++l)
         for (int m = 0; m <= l; ++m) {
-            double complex v = CMPLX(re[TRI(l, m)], im[TRI(l, m)]);
-            out[harm_full(l, m)] = v;
-            if (m > 0) out[harm_full(l, -m)] = (m & 1 ? -1.0 : 1.0) * conj(v);
+            double s = m & 1 ? -1.0 : 1.0;
+            fre[harm_full(l, m)] = re[TRI(l, m)];
+            fim[harm_full(l, m)] = im[TRI(l, m)];
+            fre[harm_full(l, -m)] = s * re[TRI(l, m)];
+            fim[harm_full(l, -m)] = -s * im[TRI(l, m)];
         }
 }
 
-void harm_regular_full(int p, const double v[3], double complex *out) {
+void harm_regular_full(int p, const double v[3], double *fre, double *fim) {
     double re[TRI_MAX], im[TRI_MAX];
     regular_tri(p, v[0], v[1], v[2], re, im);
-    tri_to_full(p, re, im, out);
+    tri_to_full(p, re, im, fre, fim);
 }
 
-void harm_irregular_full(int p, const double v[3], double complex *out) {
+void harm_irregular_full(int p, const double v[3], double *fre, double *fim) {
     double re[TRI_MAX], im[TRI_MAX];
     irregular_tri(p, v[0], v[1], v[2], re, im);
-    tri_to_full(p, re, im, out);
+    tri_to_full(p, re, im, fre, fim);
 }
 
 /* acc (real layout) += q * X (triangle) */
@@ -202,7 +205,10 @@ void harm_m2p(int p, double h, const double c[3], const double *w, long n, const
     }
 }
 
-void harm_build_matrix(int p_out, int p_in, harm_coef_fn f, const void *ctx, double *A) {
+/* Dense real-layout matrix of a linear map out_lm = sum_{j,k=-j..j} f(l,m,j,k) in_jk. */
+typedef double complex (*harm_coef_fn)(int l, int m, int j, int k, const void *ctx);
+
+static void build_matrix(int p_out, int p_in, harm_coef_fn f, const void *ctx, double *A) {
     int nin = harm_ncoef(p_in), nout = harm_ncoef(p_out);
     memset(A, 0, sizeof(double) * (size_t)nin * nout);
     for (int l = 0; l <= p_out; ++l)
@@ -226,13 +232,12 @@ void harm_build_matrix(int p_out, int p_in, harm_coef_fn f, const void *ctx, dou
 }
 
 struct table_ctx {
-    int p;
-    const double complex *t; /* full-index harmonic table */
+    const double *re, *im; /* full-index harmonic table */
 };
 
 static double complex table_at(const struct table_ctx *c, int l, int m) {
     if (l < 0 || m > l || m < -l) return 0.0;
-    return c->t[harm_full(l, m)];
+    return CMPLX(c->re[harm_full(l, m)], c->im[harm_full(l, m)]);
 }
 
 /* M2M: w'_lm = sum_jk w_jk R_{l-j,m-k}(a - a'); scaled child (h/2) -> parent (h): 2^-j */
@@ -252,25 +257,27 @@ static double complex m2l_coef(int l, int m, int j, int k, const void *ctx) {
     return (j & 1 ? -1.0 : 1.0) * table_at(ctx, l + j, m + k);
 }
 
+#define FULL_MAX ((HARM_PMAX + 1) * (HARM_PMAX + 1))
+
 /* The shift s (child centre - parent centre, in parent box units) is the argument a - a'
  * of the M2M and r' - r of the L2L. */
 void harm_m2m_matrix(int p, const double s[3], double *A) {
-    double complex t[(HARM_PMAX + 1) * (HARM_PMAX + 1)];
-    harm_regular_full(p, s, t);
-    struct table_ctx c = {p, t};
-    harm_build_matrix(p, p, m2m_coef, &c, A);
+    double re[FULL_MAX], im[FULL_MAX];
+    harm_regular_full(p, s, re, im);
+    struct table_ctx c = {re, im};
+    build_matrix(p, p, m2m_coef, &c, A);
 }
 
 void harm_l2l_matrix(int p, const double s[3], double *A) {
-    double complex t[(HARM_PMAX + 1) * (HARM_PMAX + 1)];
-    harm_regular_full(p, s, t);
-    struct table_ctx c = {p, t};
-    harm_build_matrix(p, p, l2l_coef, &c, A);
+    double re[FULL_MAX], im[FULL_MAX];
+    harm_regular_full(p, s, re, im);
+    struct table_ctx c = {re, im};
+    build_matrix(p, p, l2l_coef, &c, A);
 }
 
 void harm_m2l_matrix(int p, const double d[3], double *A) {
-    double complex t[(HARM_PMAX + 1) * (HARM_PMAX + 1)];
-    harm_irregular_full(2 * p, d, t);
-    struct table_ctx c = {2 * p, t};
-    harm_build_matrix(p, p, m2l_coef, &c, A);
+    double re[FULL_MAX], im[FULL_MAX];
+    harm_irregular_full(2 * p, d, re, im);
+    struct table_ctx c = {re, im};
+    build_matrix(p, p, m2l_coef, &c, A);
 }

@@ -16,7 +16,9 @@
 #ifndef FMM_CORE_HARMONICS_H
 #define FMM_CORE_HARMONICS_H
 
-#include <complex.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 static inline int harm_ncoef(int p) { return (p + 1) * (p + 1); }
 /* real-layout position of Re X_lm (m >= 0) and of Im X_lm (m >= 1) */
@@ -25,9 +27,9 @@ static inline int harm_im(int l, int m) { return l * l + 2 * m; }
 /* full complex index for m = -l..l */
 static inline int harm_full(int l, int m) { return l * l + l + m; }
 
-/* Full complex tables X_lm, l <= p, m = -l..l, at v (index harm_full). */
-void harm_regular_full(int p, const double v[3], double complex *out);
-void harm_irregular_full(int p, const double v[3], double complex *out);
+/* Full tables X_lm = re + i im, l <= p, m = -l..l, at v (index harm_full). */
+void harm_regular_full(int p, const double v[3], double *re, double *im);
+void harm_irregular_full(int p, const double v[3], double *re, double *im);
 
 /* Multipole of charges about a centre, scaled by 1/h^l: w += sum q R((x - c)/h).
  * x, y, z, q: n particles (structure of arrays). */
@@ -46,16 +48,15 @@ void harm_l2p(int p, double h, const double c[3], const double *u, long n, const
 void harm_m2p(int p, double h, const double c[3], const double *w, long n, const double *x,
               const double *y, const double *z, double *phi, double *ex, double *ey, double *ez);
 
-/* Dense real-layout matrix of a linear map out_lm = sum_{j,k=-j..j} f(l,m,j,k) in_jk,
- * written row-major into A[(p_out+1)^2][(p_in+1)^2]. f is given by a callback. */
-typedef double complex (*harm_coef_fn)(int l, int m, int j, int k, const void *ctx);
-void harm_build_matrix(int p_out, int p_in, harm_coef_fn f, const void *ctx, double *A);
-
-/* Translation matrices of scaled expansions between a parent box (side h) and its child
+/* Translation matrices, dense in the real layout, row-major [(p+1)^2][(p+1)^2],  of scaled expansions between a parent box (side h) and its child
  * (side h/2) whose centre is at parent + s*h, s in {-1/4, 1/4}^3: */
 void harm_m2m_matrix(int p, const double s[3], double *A); /* child multipole -> parent */
 void harm_l2l_matrix(int p, const double s[3], double *A); /* parent local -> child */
 /* M2L between equal boxes of side h, source centre - target centre = d*h (|d|_inf >= 2). */
 void harm_m2l_matrix(int p, const double d[3], double *A);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

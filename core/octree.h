@@ -14,6 +14,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define OCT_MAXLEVEL 20
 #define OCT_NOSHIFT 13
 
@@ -67,5 +71,9 @@ int oct_build(octree *t, long n, const double *xyz, const double lo[3], double s
 void oct_free(octree *t);
 
 static inline int oct_is_leaf(const oct_box *b) { return b->nchild == 0; }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

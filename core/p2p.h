@@ -3,8 +3,16 @@
 #ifndef FMM_CORE_P2P_H
 #define FMM_CORE_P2P_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 void p2p(long nt, const double *tx, const double *ty, const double *tz, long ns,
          const double *sx, const double *sy, const double *sz, const double *sq,
          const double shift[3], double *phi, double *ex, double *ey, double *ez);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -2,7 +2,15 @@
 #ifndef FMM_FMM_ACCURACY_H
 #define FMM_FMM_ACCURACY_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 int fmm_order_for_tolerance(double tolerance);
 int fmm_leaf_for_order(int p);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

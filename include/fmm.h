@@ -105,6 +105,11 @@ const char *fmm_strerror(int status);
 int fmm_direct(long n, const double *xyz, const double *q, double *phi, double *field,
                double *energy, double *virial, int threads);
 
+/* The direct sum at m selected targets only (indices into the n particles), each against
+ * all n sources: phi (m) and field (3m) may be NULL. For error estimates at large n. */
+int fmm_direct_targets(long n, const double *xyz, const double *q, long m, const long *targets,
+                       double *phi, double *field, int threads);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define M2L_NCLASS 56
 #define M2L_NOFFSET 343
 
@@ -39,5 +43,9 @@ void m2l_operators_free(m2l_operators *ops);
 
 /* Dense, non-transposed operator of one offset (for tests and reference code). */
 void m2l_operator_dense(const m2l_operators *ops, int dx, int dy, int dz, double *T);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

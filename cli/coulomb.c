@@ -1,0 +1,167 @@
+/* fmm coulomb: potentials and fields of point charges read from a text file. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "fmm.h"
+#include "pointsets.h"
+
+static const char *help =
+    "usage: fmm coulomb --in FILE [options]\n"
+    "Potentials phi_i = sum_{j!=i} q_j/|x_i-x_j| and fields E = -grad phi by the FMM.\n"
+    "  --in FILE          particles, one per line: x y z q ('#' comments, blank lines ok)\n"
+    "  --out FILE         write 'phi Ex Ey Ez' per particle, in input order (%.17g)\n"
+    "  --box L | --box LX LY LZ   box [0,L]^3; open boundary: particles must lie inside\n"
+    "  --tolerance T      relative L2 error of the potential, 1e-12..1e-3 (default 1e-6)\n"
+    "  --order P          force the expansion order (1..30)\n"
+    "  --depth D          force a uniform tree of depth D (0..20; default adaptive)\n"
+    "  --leaf N           adaptive tree: max particles per leaf (default from the order)\n"
+    "  --threads N        OpenMP threads (default: all)\n"
+    "  --reference        compare with the direct sum (all targets up to 20000 particles,\n"
+    "                     else a random sample; see --reference-sample)\n"
+    "  --reference-sample K   number of sampled targets for the comparison (default 2000)\n"
+    "stdout: energy, order, depth, time_s [, rel_l2_error_phi, rel_rms_error_field]\n";
+
+int cli_coulomb(int argc, char **argv) {
+    const char *in = NULL, *out = NULL;
+    int reference = 0, nbox = 0;
+    long sample = 2000;
+    double box[3];
+    fmm_opts o;
+    fmm_default_opts(&o);
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(help, stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--reference")) {
+            reference = 1;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "fmm coulomb: %s needs a value (or unknown option)\n", a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        long lv;
+        int bad = 0;
+        if (!strcmp(a, "--in")) in = v;
+        else if (!strcmp(a, "--out")) out = v;
+        else if (!strcmp(a, "--tolerance")) bad = cli_parse_double(a, v, &o.tolerance);
+        else if (!strcmp(a, "--order")) bad = cli_parse_long(a, v, &lv), o.order = (int)lv;
+        else if (!strcmp(a, "--depth")) bad = cli_parse_long(a, v, &lv), o.depth = (int)lv;
+        else if (!strcmp(a, "--leaf")) bad = cli_parse_long(a, v, &lv), o.leaf_size = (int)lv;
+        else if (!strcmp(a, "--threads")) bad = cli_parse_long(a, v, &lv), o.threads = (int)lv;
+        else if (!strcmp(a, "--reference-sample")) bad = cli_parse_long(a, v, &sample);
+        else if (!strcmp(a, "--box")) {
+            bad = cli_parse_double(a, v, &box[0]);
+            nbox = 1;
+            /* one or three edge lengths */
+            if (!bad && i + 2 < argc && argv[i + 1][0] != '-' && argv[i + 2][0] != '-') {
+                bad = cli_parse_double(a, argv[i + 1], &box[1]) ||
+                      cli_parse_double(a, argv[i + 2], &box[2]);
+                i += 2;
+                nbox = 3;
+            }
+            if (nbox == 1) box[1] = box[2] = box[0];
+        } else {
+            fprintf(stderr, "fmm coulomb: unknown option '%s' (try --help)\n", a);
+            return 2;
+        }
+        if (bad) return 2;
+        if (!strcmp(a, "--order") && (lv < FMM_ORDER_MIN || lv > FMM_ORDER_MAX)) {
+            fprintf(stderr, "fmm coulomb: %s\n", fmm_strerror(FMM_ERR_ORDER));
+            return 2;
+        }
+    }
+    if (!in) {
+        fprintf(stderr, "fmm coulomb: --in FILE is required (try --help)\n");
+        return 2;
+    }
+    long n;
+    double *xyz, *q;
+    char err[512];
+    if (pts_read_xyzq(in, &n, &xyz, &q, err, sizeof err)) {
+        fprintf(stderr, "fmm coulomb: %s\n", err);
+        return 1;
+    }
+    int status = 1;
+    double *phi = malloc(sizeof(double) * n), *field = malloc(sizeof(double) * 3 * n);
+    fmm_plan *plan = NULL;
+    if (!phi || !field) {
+        fprintf(stderr, "fmm coulomb: out of memory\n");
+        goto done;
+    }
+    double t0 = omp_get_wtime(), energy;
+    int rc = fmm_makeplan(&o, nbox ? box : NULL, &plan);
+    if (!rc) rc = fmm_setpts(plan, n, xyz);
+    if (!rc) rc = fmm_execute(plan, q, phi, field, &energy, NULL);
+    double t1 = omp_get_wtime();
+    if (rc) {
+        fprintf(stderr, "fmm coulomb: %s\n", fmm_strerror(rc));
+        goto done;
+    }
+    fmm_info info;
+    fmm_get_info(plan, &info);
+    if (out) {
+        FILE *f = fopen(out, "w");
+        if (!f) {
+            fprintf(stderr, "fmm coulomb: cannot write '%s'\n", out);
+            goto done;
+        }
+        for (long i = 0; i < n; ++i)
+            fprintf(f, "%.17g %.17g %.17g %.17g\n", phi[i], field[3 * i], field[3 * i + 1],
+                    field[3 * i + 2]);
+        if (fclose(f)) {
+            fprintf(stderr, "fmm coulomb: error writing '%s'\n", out);
+            goto done;
+        }
+    }
+    printf("n %ld\nenergy %.17g\norder %d\ndepth %d\nleaves %ld\ntime_s %.6f\n", n, energy,
+           info.order, info.depth, info.nleaves, t1 - t0);
+    if (reference) {
+        long m = n <= 20000 ? n : (sample < n ? sample : n);
+        long *idx = malloc(sizeof(long) * (m > 0 ? m : 1));
+        double *rp = malloc(sizeof(double) * (m > 0 ? m : 1)), *rf = malloc(sizeof(double) * 3 * (m > 0 ? m : 1));
+        if (!idx || !rp || !rf) {
+            fprintf(stderr, "fmm coulomb: out of memory\n");
+            free(idx), free(rp), free(rf);
+            goto done;
+        }
+        /* evenly spaced sample: deterministic and spread over the whole input */
+        for (long k = 0; k < m; ++k) idx[k] = (long)((double)k * n / m);
+        double r0 = omp_get_wtime(), eref = 0;
+        rc = m == n ? fmm_direct(n, xyz, q, rp, rf, &eref, NULL, o.threads)
+                    : fmm_direct_targets(n, xyz, q, m, idx, rp, rf, o.threads);
+        double r1 = omp_get_wtime();
+        if (rc) {
+            fprintf(stderr, "fmm coulomb: reference: %s\n", fmm_strerror(rc));
+            free(idx), free(rp), free(rf);
+            goto done;
+        }
+        double ep = 0, np = 0, ef = 0, nf = 0;
+        for (long k = 0; k < m; ++k) {
+            long i = idx[k];
+            ep += (phi[i] - rp[k]) * (phi[i] - rp[k]);
+            np += rp[k] * rp[k];
+            for (int d = 0; d < 3; ++d) {
+                ef += (field[3 * i + d] - rf[3 * k + d]) * (field[3 * i + d] - rf[3 * k + d]);
+                nf += rf[3 * k + d] * rf[3 * k + d];
+            }
+        }
+        printf("reference_targets %ld\nreference_time_s %.6f\n", m, r1 - r0);
+        printf("rel_l2_error_phi %.6e\nrel_rms_error_field %.6e\n", np > 0 ? sqrt(ep / np) : sqrt(ep),
+               nf > 0 ? sqrt(ef / nf) : sqrt(ef));
+        if (m == n) printf("rel_error_energy %.6e\n", eref != 0 ? fabs(energy - eref) / fabs(eref) : fabs(energy));
+        free(idx), free(rp), free(rf);
+    }
+    status = 0;
+done:
+    fmm_destroy(plan);
+    free(phi), free(field), free(xyz), free(q);
+    return status;
+}

@@ -1,0 +1,28 @@
+/* fmm: command-line front end. Subcommands: coulomb, generate. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: fmm <command> [options]\n"
+               "commands:\n"
+               "  coulomb    Coulomb potentials and fields of point charges (FMM)\n"
+               "  generate   write a test point set (uniform, plummer, sphere, water)\n"
+               "Run 'fmm <command> --help' for the options of a command.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "coulomb")) return cli_coulomb(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "generate")) return cli_generate(argc - 1, argv + 1);
+    fprintf(stderr, "fmm: unknown command '%s' (try 'fmm --help')\n", argv[1]);
+    return 2;
+}
