@@ -281,3 +281,105 @@ void harm_m2l_matrix(int p, const double d[3], double *A) {
     struct table_ctx c = {re, im};
     build_matrix(p, p, m2l_coef, &c, A);
 }
+
+/* Gauss-Legendre nodes and weights on [-1, 1] (Newton on P_n). */
+static void gauss_legendre(int n, double *t, double *w) {
+    for (int i = 0; i < n; ++i) {
+        double x = cos(3.14159265358979323846 * (i + 0.75) / (n + 0.5)), dp = 1.0;
+        for (int it = 0; it < 100; ++it) {
+            double p0 = 1.0, p1 = x;
+            for (int k = 2; k <= n; ++k) {
+                double p2 = ((2 * k - 1) * x * p1 - (k - 1) * p0) / k;
+                p0 = p1, p1 = p2;
+            }
+            dp = n * (x * p1 - p0) / (x * x - 1.0);
+            double dx = p1 / dp;
+            x -= dx;
+            if (fabs(dx) < 1e-16) break;
+        }
+        t[i] = x;
+        w[i] = 2.0 / ((1.0 - x * x) * dp * dp);
+    }
+}
+
+/* Real-layout block (2l+1)^2 of the degree-l map out_m = sum_{k=-l..l} c_mk in_k, using
+ * in_{-k} = (-1)^k conj(in_k); c given as (2l+1)^2 arrays indexed (m+l)(2l+1) + (k+l). */
+static void block_to_real(int l, const double *cr, const double *ci, double *out) {
+    int w = 2 * l + 1;
+    memset(out, 0, sizeof(double) * (size_t)w * w);
+    for (int m = 0; m <= l; ++m)
+        for (int k = 0; k <= l; ++k) {
+            int a1 = (m + l) * w + (k + l), a2 = (m + l) * w + (l - k);
+            double s = k & 1 ? -1.0 : 1.0;
+            double c1r = cr[a1], c1i = ci[a1];
+            double c2r = k > 0 ? s * cr[a2] : 0.0, c2i = k > 0 ? s * ci[a2] : 0.0;
+            int rm = m == 0 ? 0 : 2 * m - 1, rk = k == 0 ? 0 : 2 * k - 1;
+            out[rm * w + rk] += c1r + c2r;
+            if (k > 0) out[rm * w + 2 * k] += c2i - c1i;
+            if (m > 0) {
+                out[2 * m * w + rk] += c1i + c2i;
+                if (k > 0) out[2 * m * w + 2 * k] += c1r - c2r;
+            }
+        }
+}
+
+/* Per degree l, R_lm(Q x) = sum_k a_mk R_lk(x); the a_mk are projections computed by a
+ * quadrature on the unit sphere that is exact for degree-2l products (Gauss-Legendre with
+ * l+1 nodes in cos(theta), trapezoid with 2l+1 nodes in phi). Multipoles then transform as
+ * w' = a w and locals as u_k = sum_m a_mk u'_m. */
+int harm_rotation_matrices(int p, const double Q[9], double *Aw, double *Au) {
+    const double pi = 3.14159265358979323846;
+    int wmax = 2 * p + 1;
+    double *t = malloc(sizeof(double) * (p + 1)), *wt = malloc(sizeof(double) * (p + 1));
+    double *re0 = malloc(sizeof(double) * TRI_MAX * 4), *im0 = re0 + TRI_MAX, *re1 = im0 + TRI_MAX,
+           *im1 = re1 + TRI_MAX;
+    double *ar = malloc(sizeof(double) * 4 * (size_t)wmax * wmax), *ai = ar + wmax * wmax,
+           *tr = ai + wmax * wmax, *ti = tr + wmax * wmax;
+    double *norm = malloc(sizeof(double) * wmax);
+    int fail = !t || !wt || !re0 || !ar || !norm;
+    for (int l = 0; l <= p && !fail; ++l) {
+        int w = 2 * l + 1, nt = l + 1, nphi = 2 * l + 1;
+        gauss_legendre(nt, t, wt);
+        memset(ar, 0, sizeof(double) * (size_t)w * w);
+        memset(ai, 0, sizeof(double) * (size_t)w * w);
+        memset(norm, 0, sizeof(double) * w);
+        for (int it = 0; it < nt; ++it)
+            for (int ip = 0; ip < nphi; ++ip) {
+                double ph = 2 * pi * ip / nphi, st = sqrt(1 - t[it] * t[it]);
+                double x[3] = {st * cos(ph), st * sin(ph), t[it]}, y[3];
+                for (int r = 0; r < 3; ++r) y[r] = Q[3 * r] * x[0] + Q[3 * r + 1] * x[1] + Q[3 * r + 2] * x[2];
+                double g = wt[it] * 2 * pi / nphi;
+                regular_tri(l, x[0], x[1], x[2], re0, im0);
+                regular_tri(l, y[0], y[1], y[2], re1, im1);
+                /* degree-l values for m = -l..l */
+                double xr[2 * HARM_PMAX + 1], xi[2 * HARM_PMAX + 1], yr[2 * HARM_PMAX + 1],
+                    yi[2 * HARM_PMAX + 1];
+                for (int m = 0; m <= l; ++m) {
+                    double s = m & 1 ? -1.0 : 1.0;
+                    xr[l + m] = re0[TRI(l, m)], xi[l + m] = im0[TRI(l, m)];
+                    xr[l - m] = s * xr[l + m], xi[l - m] = -s * xi[l + m];
+                    yr[l + m] = re1[TRI(l, m)], yi[l + m] = im1[TRI(l, m)];
+                    yr[l - m] = s * yr[l + m], yi[l - m] = -s * yi[l + m];
+                }
+                for (int k = 0; k < w; ++k) {
+                    /* g * conj(R_lk(x)) */
+                    double cr = g * xr[k], ci = -g * xi[k];
+                    norm[k] += g * (xr[k] * xr[k] + xi[k] * xi[k]);
+                    for (int m = 0; m < w; ++m) {
+                        ar[m * w + k] += yr[m] * cr - yi[m] * ci;
+                        ai[m * w + k] += yr[m] * ci + yi[m] * cr;
+                    }
+                }
+            }
+        for (int m = 0; m < w; ++m)
+            for (int k = 0; k < w; ++k) ar[m * w + k] /= norm[k], ai[m * w + k] /= norm[k];
+        block_to_real(l, ar, ai, Aw);
+        for (int m = 0; m < w; ++m) /* transpose for the locals */
+            for (int k = 0; k < w; ++k) tr[k * w + m] = ar[m * w + k], ti[k * w + m] = ai[m * w + k];
+        block_to_real(l, tr, ti, Au);
+        Aw += w * w;
+        Au += w * w;
+    }
+    free(t), free(wt), free(re0), free(ar), free(norm);
+    return fail;
+}

@@ -55,6 +55,12 @@ void harm_l2l_matrix(int p, const double s[3], double *A); /* parent local -> ch
 /* M2L between equal boxes of side h, source centre - target centre = d*h (|d|_inf >= 2). */
 void harm_m2l_matrix(int p, const double d[3], double *A);
 
+/* Rotation of expansions into the frame x' = Q x (Q orthogonal, row-major 3x3): per degree
+ * l a real (2l+1)x(2l+1) block in the real layout, blocks stored one after the other
+ * (sum_l (2l+1)^2 doubles). Multipoles: w'_l = Aw_l w_l; locals: u_l = Au_l u'_l.
+ * Returns 0, or 1 when out of memory. */
+int harm_rotation_matrices(int p, const double Q[9], double *Aw, double *Au);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,12 +17,12 @@ struct fmm_plan {
     fmm_opts opts;
     int have_box;
     double box[3];
-    int p, ncoef, leaf;
+    int p, ncoef, npad, leaf; /* npad: stride of the expansion arrays */
     m2l_operators ops;
     double *m2m, *l2l; /* [8][ncoef][ncoef], by child octant */
     int have_pts;
     octree tree;
-    double *W, *U;                 /* [nbox][ncoef] scaled multipoles and locals */
+    double *W, *U;                 /* [nbox][npad] scaled multipoles and locals */
     double *q, *phi, *ex, *ey, *ez; /* particles in tree order */
 };
 
@@ -103,6 +103,7 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
         harm_m2m_matrix(P->p, s, P->m2m + o * nn);
         harm_l2l_matrix(P->p, s, P->l2l + o * nn);
     }
+    P->npad = P->ops.npad;
     *plan = P;
     return FMM_OK;
 }
@@ -138,8 +139,8 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
     int rc = oct_build(&t, n, xyz, lo, side, P->opts.depth, P->leaf, 0);
     if (P->opts.threads > 0) omp_set_num_threads(saved);
     if (rc) return rc;
-    size_t ne = (size_t)t.nbox * P->ncoef;
-    double *W = malloc(sizeof(double) * ne), *U = malloc(sizeof(double) * ne);
+    size_t ne = (size_t)t.nbox * P->npad;
+    double *W = aligned_alloc(64, sizeof(double) * ne), *U = aligned_alloc(64, sizeof(double) * ne);
     double *q = malloc(sizeof(double) * 5 * (size_t)n);
     if (!W || !U || !q) {
         free(W), free(U), free(q);
@@ -182,13 +183,13 @@ static inline double box_side(const octree *t, int level) { return t->side / (do
 
 static void upward(fmm_plan *P) {
     const octree *t = &P->tree;
-    const int nc = P->ncoef;
+    const int nc = P->ncoef, np = P->npad;
     const size_t nn = (size_t)nc * nc;
 #pragma omp parallel for schedule(dynamic, 16)
     for (int i = 0; i < t->nleaf; ++i) {
         const oct_box *B = &t->box[t->leaves[i]];
-        double *w = P->W + (size_t)t->leaves[i] * nc;
-        memset(w, 0, sizeof(double) * nc);
+        double *w = P->W + (size_t)t->leaves[i] * np;
+        memset(w, 0, sizeof(double) * np);
         harm_p2m(P->p, box_side(t, B->level), B->c, B->end - B->begin, t->x + B->begin,
                  t->y + B->begin, t->z + B->begin, P->q + B->begin, w);
     }
@@ -197,10 +198,10 @@ static void upward(fmm_plan *P) {
         for (int b = t->level_start[l]; b < t->level_start[l + 1]; ++b) {
             const oct_box *B = &t->box[b];
             if (oct_is_leaf(B)) continue;
-            double *w = P->W + (size_t)b * nc;
-            memset(w, 0, sizeof(double) * nc);
+            double *w = P->W + (size_t)b * np;
+            memset(w, 0, sizeof(double) * np);
             for (int o = 0; o < 8; ++o)
-                if (B->child[o] >= 0) matvec_add(nc, P->m2m + o * nn, P->W + (size_t)B->child[o] * nc, w);
+                if (B->child[o] >= 0) matvec_add(nc, P->m2m + o * nn, P->W + (size_t)B->child[o] * np, w);
         }
     }
 }
@@ -213,8 +214,8 @@ static void image_shift(const octree *t, int code, double s[3]) {
 
 static int interactions(fmm_plan *P) {
     const octree *t = &P->tree;
-    const int nc = P->ncoef;
-    memset(P->U, 0, sizeof(double) * (size_t)t->nbox * nc);
+    const int np = P->npad;
+    memset(P->U, 0, sizeof(double) * (size_t)t->nbox * np);
     for (int l = 2; l <= t->depth; ++l) {
         int rc = m2l_cpu_level(&P->ops, t, l, P->W, P->U);
         if (rc) return rc;
@@ -229,7 +230,7 @@ static int interactions(fmm_plan *P) {
             image_shift(t, t->X.aux[e], s);
             for (int d = 0; d < 3; ++d) c[d] = B->c[d] - s[d];
             harm_p2l(P->p, box_side(t, B->level), c, C->end - C->begin, t->x + C->begin,
-                     t->y + C->begin, t->z + C->begin, P->q + C->begin, P->U + (size_t)b * nc);
+                     t->y + C->begin, t->z + C->begin, P->q + C->begin, P->U + (size_t)b * np);
         }
     }
     return FMM_OK;
@@ -237,22 +238,21 @@ static int interactions(fmm_plan *P) {
 
 static void downward(fmm_plan *P) {
     const octree *t = &P->tree;
-    const int nc = P->ncoef;
+    const int nc = P->ncoef, np = P->npad;
     const size_t nn = (size_t)nc * nc;
     for (int l = 1; l <= t->depth; ++l) {
 #pragma omp parallel for schedule(dynamic, 16)
         for (int b = t->level_start[l]; b < t->level_start[l + 1]; ++b) {
-            const oct_box *B = &t->box[b], *A = &t->box[B->parent];
+            const oct_box *B = &t->box[b];
             int o = (B->ix[0] & 1) | (B->ix[1] & 1) << 1 | (B->ix[2] & 1) << 2;
-            (void)A;
-            matvec_add(nc, P->l2l + o * nn, P->U + (size_t)B->parent * nc, P->U + (size_t)b * nc);
+            matvec_add(nc, P->l2l + o * nn, P->U + (size_t)B->parent * np, P->U + (size_t)b * np);
         }
     }
 }
 
 static void leaves(fmm_plan *P) {
     const octree *t = &P->tree;
-    const int nc = P->ncoef;
+    const int np = P->npad;
 #pragma omp parallel for schedule(dynamic, 4)
     for (int i = 0; i < t->nleaf; ++i) {
         int b = t->leaves[i];
@@ -263,14 +263,14 @@ static void leaves(fmm_plan *P) {
         memset(phi, 0, sizeof(double) * m), memset(ex, 0, sizeof(double) * m);
         memset(ey, 0, sizeof(double) * m), memset(ez, 0, sizeof(double) * m);
         if (B->level >= 2 || t->periodic)
-            harm_l2p(P->p, box_side(t, B->level), B->c, P->U + (size_t)b * nc, m, x, y, z, phi, ex,
+            harm_l2p(P->p, box_side(t, B->level), B->c, P->U + (size_t)b * np, m, x, y, z, phi, ex,
                      ey, ez);
         for (long e = t->W.start[b]; e < t->W.start[b + 1]; ++e) {
             const oct_box *C = &t->box[t->W.box[e]];
             double s[3], c[3];
             image_shift(t, t->W.aux[e], s);
             for (int d = 0; d < 3; ++d) c[d] = C->c[d] + s[d];
-            harm_m2p(P->p, box_side(t, C->level), c, P->W + (size_t)t->W.box[e] * nc, m, x, y, z,
+            harm_m2p(P->p, box_side(t, C->level), c, P->W + (size_t)t->W.box[e] * np, m, x, y, z,
                      phi, ex, ey, ez);
         }
         for (long e = t->U.start[b]; e < t->U.start[b + 1]; ++e) {

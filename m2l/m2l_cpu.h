@@ -16,7 +16,8 @@ extern "C" {
 #endif
 
 /* U[b] += sum_{s in V(b)} T(s - b) W[s] for every box b of the given level.
- * W, U: [nbox][ops->ncoef] scaled multipoles / locals. Returns 0 or FMM_ERR_NOMEM. */
+ * W, U: [nbox][ops->npad] scaled multipoles / locals, 64-byte aligned, zero padding.
+ * Returns 0 or FMM_ERR_NOMEM. */
 int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const double *W,
                   double *U);
 

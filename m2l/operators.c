@@ -1,5 +1,6 @@
 #include "m2l/operators.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,45 +16,87 @@ static double reflection_sign(int f, int l, int m, int imag) {
     return s;
 }
 
+/* orthogonal Q (rows x', y', z') with Q d = |d| e_z */
+static void frame_along(const int d[3], double Q[9]) {
+    double r = sqrt((double)(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]));
+    double z[3] = {d[0] / r, d[1] / r, d[2] / r}, a[3] = {1, 0, 0};
+    if (fabs(z[0]) > 0.9) a[0] = 0, a[1] = 1;
+    double x[3] = {a[1] * z[2] - a[2] * z[1], a[2] * z[0] - a[0] * z[2], a[0] * z[1] - a[1] * z[0]};
+    double nx = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
+    for (int i = 0; i < 3; ++i) x[i] /= nx;
+    double y[3] = {z[1] * x[2] - z[2] * x[1], z[2] * x[0] - z[0] * x[2], z[0] * x[1] - z[1] * x[0]};
+    for (int i = 0; i < 3; ++i) Q[i] = x[i], Q[3 + i] = y[i], Q[6 + i] = z[i];
+}
+
+static int init_factored(m2l_operators *ops) {
+    int p = ops->p, n = ops->ncoef;
+    ops->nrot = (p + 1) * (2 * p + 1) * (2 * p + 3) / 3;
+    ops->zoff = malloc(sizeof(int) * (p + 2));
+    if (!ops->zoff) return FMM_ERR_NOMEM;
+    ops->nz = 0;
+    for (int m = 0; m <= p; ++m) ops->zoff[m] = ops->nz, ops->nz += (p + 1 - m) * (p + 1 - m);
+    ops->zoff[p + 1] = ops->nz;
+    ops->rot_w = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nrot);
+    ops->rot_u = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nrot);
+    ops->zre = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nz);
+    ops->zim = calloc(M2L_NCLASS * (size_t)ops->nz, sizeof(double));
+    double *Z = malloc(sizeof(double) * (size_t)n * n);
+    int fail = !ops->rot_w || !ops->rot_u || !ops->zre || !ops->zim || !Z;
+    for (int c = 0; c < M2L_NCLASS && !fail; ++c) {
+        double Q[9];
+        frame_along(ops->ref[c], Q);
+        if (harm_rotation_matrices(p, Q, ops->rot_w + (size_t)c * ops->nrot,
+                                   ops->rot_u + (size_t)c * ops->nrot)) {
+            fail = 1;
+            break;
+        }
+        const int *d = ops->ref[c];
+        double zd[3] = {0, 0, sqrt((double)(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]))};
+        harm_m2l_matrix(p, zd, Z);
+        double *zr = ops->zre + (size_t)c * ops->nz, *zi = ops->zim + (size_t)c * ops->nz;
+        for (int m = 0; m <= p; ++m)
+            for (int l = m; l <= p; ++l)
+                for (int j = m; j <= p; ++j) {
+                    int k = ops->zoff[m] + (l - m) * (p + 1 - m) + (j - m);
+                    zr[k] = Z[(size_t)harm_re(l, m) * n + harm_re(j, m)];
+                    if (m > 0) zi[k] = Z[(size_t)harm_im(l, m) * n + harm_im(j, m)];
+                }
+    }
+    free(Z);
+    return fail ? FMM_ERR_NOMEM : 0;
+}
+
 int m2l_operators_init(m2l_operators *ops, int p) {
     memset(ops, 0, sizeof *ops);
-    int n = harm_ncoef(p), mpad = (n + 7) / 8 * 8, words = (n + 63) / 64;
+    int n = harm_ncoef(p), npad = (n + 7) / 8 * 8, words = (n + 63) / 64;
     ops->p = p;
     ops->ncoef = n;
-    ops->mpad = mpad;
-    ops->At = aligned_alloc(64, sizeof(double) * (size_t)M2L_NCLASS * n * mpad);
-    ops->sign = malloc(sizeof(double) * 8 * (size_t)n);
+    ops->npad = npad;
+    ops->sign = aligned_alloc(64, sizeof(double) * 8 * (size_t)npad);
     ops->signbits = calloc((size_t)8 * words, sizeof(uint64_t));
-    double *T = malloc(sizeof(double) * (size_t)n * n);
-    if (!ops->At || !ops->sign || !ops->signbits || !T) {
-        free(T);
+    if (!ops->sign || !ops->signbits) {
         m2l_operators_free(ops);
         return FMM_ERR_NOMEM;
     }
+    memset(ops->sign, 0, sizeof(double) * 8 * (size_t)npad);
     for (int f = 0; f < 8; ++f)
         for (int l = 0; l <= p; ++l)
             for (int m = 0; m <= l; ++m)
                 for (int im = 0; im <= (m > 0); ++im) {
                     int k = im ? harm_im(l, m) : harm_re(l, m);
                     double s = reflection_sign(f, l, m, im);
-                    ops->sign[f * n + k] = s;
+                    ops->sign[f * npad + k] = s;
                     if (s < 0) ops->signbits[f * words + k / 64] |= (uint64_t)1 << (k % 64);
                 }
     int c = 0;
     for (int z = 0; z <= 3; ++z)
         for (int y = 0; y <= 3; ++y)
             for (int x = 0; x <= 3; ++x)
-                if (x >= 2 || y >= 2 || z >= 2) {
-                    ops->ref[c][0] = x, ops->ref[c][1] = y, ops->ref[c][2] = z;
-                    double d[3] = {x, y, z};
-                    harm_m2l_matrix(p, d, T);
-                    double *A = ops->At + (size_t)c * n * mpad;
-                    memset(A, 0, sizeof(double) * (size_t)n * mpad);
-                    for (int i = 0; i < n; ++i)
-                        for (int k = 0; k < n; ++k) A[(size_t)k * mpad + i] = T[(size_t)i * n + k];
-                    c++;
-                }
-    free(T);
+                if (x >= 2 || y >= 2 || z >= 2) ops->ref[c][0] = x, ops->ref[c][1] = y, ops->ref[c++][2] = z;
+    if (init_factored(ops)) {
+        m2l_operators_free(ops);
+        return FMM_ERR_NOMEM;
+    }
     for (int dz = -3; dz <= 3; ++dz)
         for (int dy = -3; dy <= 3; ++dy)
             for (int dx = -3; dx <= 3; ++dx) {
@@ -69,15 +112,21 @@ int m2l_operators_init(m2l_operators *ops, int p) {
 }
 
 void m2l_operators_free(m2l_operators *ops) {
-    free(ops->At);
     free(ops->sign);
     free(ops->signbits);
+    free(ops->rot_w), free(ops->rot_u), free(ops->zre), free(ops->zim), free(ops->zoff);
     memset(ops, 0, sizeof *ops);
 }
 
-void m2l_operator_dense(const m2l_operators *ops, int dx, int dy, int dz, double *T) {
+int m2l_operator_dense(const m2l_operators *ops, int dx, int dy, int dz, double *T) {
     int o = oct_offset_index(dx, dy, dz), n = ops->ncoef, c = ops->cls[o], f = ops->flags[o];
-    const double *A = ops->At + (size_t)c * n * ops->mpad, *s = ops->sign + f * n;
+    double *A = malloc(sizeof(double) * (size_t)n * n);
+    if (!A) return FMM_ERR_NOMEM;
+    double d[3] = {ops->ref[c][0], ops->ref[c][1], ops->ref[c][2]};
+    harm_m2l_matrix(ops->p, d, A);
+    const double *s = ops->sign + f * ops->npad;
     for (int i = 0; i < n; ++i)
-        for (int k = 0; k < n; ++k) T[(size_t)i * n + k] = s[i] * A[(size_t)k * ops->mpad + i] * s[k];
+        for (int k = 0; k < n; ++k) T[(size_t)i * n + k] = s[i] * A[(size_t)i * n + k] * s[k];
+    free(A);
+    return 0;
 }

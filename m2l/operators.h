@@ -24,10 +24,9 @@ extern "C" {
 typedef struct m2l_operators {
     int p;
     int ncoef; /* (p+1)^2 */
-    int mpad;  /* ncoef rounded up to a multiple of 8 */
-    /* reference operators, transposed and padded: At[c][k][i] = T_c[i][k], i < mpad */
-    double *At;
-    /* sign patterns of the 8 reflections f = fx | fy << 1 | fz << 2: sign[f][k] = +-1 */
+    int npad;  /* ncoef rounded up to a multiple of 8: the stride of expansion arrays */
+    /* sign patterns of the 8 reflections f = fx | fy << 1 | fz << 2: sign[f][k] = +-1,
+     * rows of npad (zero padding) */
     double *sign;
     /* the same patterns as bitsets (bit k set = negative), for the GPU */
     uint64_t *signbits; /* [8][(ncoef + 63) / 64] */
@@ -35,14 +34,24 @@ typedef struct m2l_operators {
     signed char cls[M2L_NOFFSET];
     unsigned char flags[M2L_NOFFSET];
     int ref[M2L_NCLASS][3]; /* reference offsets, components in 0..3 */
+    /* Factored form T_c = Au_c Z_c Aw_c (point-and-shoot): rotate the multipole so that the
+     * offset points along +z, translate along z, rotate the local back; O(p^3) per pair
+     * instead of O(p^4). Rotation blocks per degree (see harm_rotation_matrices), nrot doubles
+     * per class; Z_c per order m: zre (rows Re u'_lm, l >= m) and zim, each (p+1-m)^2. */
+    int nrot, nz;
+    double *rot_w, *rot_u; /* [56][nrot] */
+    double *zre, *zim;     /* [56][nz], block m at zoff[m] */
+    int *zoff;             /* [p+1] */
 } m2l_operators;
 
 /* Returns 0 or FMM_ERR_NOMEM. */
 int m2l_operators_init(m2l_operators *ops, int p);
 void m2l_operators_free(m2l_operators *ops);
 
-/* Dense, non-transposed operator of one offset (for tests and reference code). */
-void m2l_operator_dense(const m2l_operators *ops, int dx, int dy, int dz, double *T);
+/* Dense operator of one offset, row-major [ncoef][ncoef], assembled from its class's
+ * reference operator and reflection signs (for tests and reference code). Returns 0 or
+ * FMM_ERR_NOMEM. */
+int m2l_operator_dense(const m2l_operators *ops, int dx, int dy, int dz, double *T);
 
 #ifdef __cplusplus
 }
