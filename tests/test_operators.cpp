@@ -1,0 +1,298 @@
+// Each FMM operator against its definition: harmonics against the closed form, every
+// translation against a direct sum over the charges it represents, the symmetry-reduced and
+// rotation-factored M2L against the dense operator, and the interaction lists against the
+// requirement that every leaf sees every source exactly once.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <random>
+#include <vector>
+
+#include "core/harmonics.h"
+#include "core/octree.h"
+#include "m2l/m2l_cpu.h"
+#include "m2l/operators.h"
+
+namespace {
+
+struct Charges {
+    std::vector<double> x, y, z, q;
+};
+
+Charges cluster(std::mt19937_64 &g, int n, const double c[3], double half) {
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    Charges s;
+    for (int i = 0; i < n; ++i) {
+        s.x.push_back(c[0] + half * u(g));
+        s.y.push_back(c[1] + half * u(g));
+        s.z.push_back(c[2] + half * u(g));
+        s.q.push_back(u(g));
+    }
+    return s;
+}
+
+void direct(const Charges &s, double x, double y, double z, double out[4]) {
+    out[0] = out[1] = out[2] = out[3] = 0;
+    for (size_t j = 0; j < s.q.size(); ++j) {
+        double dx = x - s.x[j], dy = y - s.y[j], dz = z - s.z[j];
+        double r = std::sqrt(dx * dx + dy * dy + dz * dz);
+        out[0] += s.q[j] / r;
+        out[1] += s.q[j] * dx / (r * r * r);
+        out[2] += s.q[j] * dy / (r * r * r);
+        out[3] += s.q[j] * dz / (r * r * r);
+    }
+}
+
+uint64_t seed_from_env() {
+    const char *e = std::getenv("FMM_TEST_SEED");
+    uint64_t s = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
+    std::cout << "seed " << s << " (set FMM_TEST_SEED to repeat)\n";
+    return s;
+}
+
+std::vector<double> matvec(const std::vector<double> &A, const std::vector<double> &x) {
+    size_t n = x.size();
+    std::vector<double> y(n, 0.0);
+    for (size_t i = 0; i < n; ++i)
+        for (size_t k = 0; k < n; ++k) y[i] += A[i * n + k] * x[k];
+    return y;
+}
+
+double relerr4(const double a[4], const double b[4]) {
+    double e = 0, m = 0;
+    for (int i = 0; i < 4; ++i) e = std::max(e, std::fabs(a[i] - b[i])), m = std::max(m, std::fabs(b[i]));
+    return e / m;
+}
+
+}  // namespace
+
+// Closed form with the Condon-Shortley phase (std::assoc_legendre omits it).
+TEST(Harmonics, MatchClosedForm) {
+    const int p = 12;
+    const double v[3] = {0.3, -0.45, 0.7};
+    std::vector<double> rr((p + 1) * (p + 1)), ri(rr.size()), ir(rr.size()), ii(rr.size());
+    harm_regular_full(p, v, rr.data(), ri.data());
+    harm_irregular_full(p, v, ir.data(), ii.data());
+    double r = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]), ct = v[2] / r;
+    double ph = std::atan2(v[1], v[0]);
+    for (int l = 0; l <= p; ++l)
+        for (int m = 0; m <= l; ++m) {
+            double P = ((m & 1) ? -1.0 : 1.0) * std::assoc_legendre(l, m, ct);
+            std::complex<double> R = std::pow(r, l) / std::tgamma(l + m + 1.0) * P *
+                                     std::polar(1.0, -m * ph);
+            std::complex<double> I = std::tgamma(l - m + 1.0) / std::pow(r, l + 1) * P *
+                                     std::polar(1.0, m * ph);
+            int f = harm_full(l, m);
+            EXPECT_NEAR(rr[f], R.real(), 1e-13 * std::abs(R) + 1e-300) << l << " " << m;
+            EXPECT_NEAR(ri[f], R.imag(), 1e-13 * std::abs(R) + 1e-300) << l << " " << m;
+            EXPECT_NEAR(ir[f], I.real(), 1e-12 * std::abs(I)) << l << " " << m;
+            EXPECT_NEAR(ii[f], I.imag(), 1e-12 * std::abs(I)) << l << " " << m;
+            // X_{l,-m} = (-1)^m conj(X_lm)
+            int g = harm_full(l, -m);
+            double s = (m & 1) ? -1.0 : 1.0;
+            EXPECT_DOUBLE_EQ(rr[g], s * rr[f]);
+            EXPECT_DOUBLE_EQ(ri[g], -s * ri[f]);
+        }
+}
+
+TEST(Harmonics, AdditionTheoremGivesInverseDistance) {
+    const int p = 40;
+    const double x[3] = {0.1, 0.2, -0.15}, y[3] = {1.0, -0.7, 0.9};
+    std::vector<double> rr((p + 1) * (p + 1)), ri(rr.size()), ir(rr.size()), ii(rr.size());
+    harm_regular_full(p, x, rr.data(), ri.data());
+    harm_irregular_full(p, y, ir.data(), ii.data());
+    double s = 0;
+    for (size_t k = 0; k < rr.size(); ++k) s += rr[k] * ir[k] - ri[k] * ii[k];
+    double d = std::sqrt(0.9 * 0.9 + 0.9 * 0.9 + 1.05 * 1.05);
+    EXPECT_NEAR(s, 1.0 / d, 1e-14);
+}
+
+// P2M + M2P and P2L + L2P against the direct sum; potential and field.
+TEST(Translations, P2M_M2P_and_P2L_L2P) {
+    std::mt19937_64 g(seed_from_env());
+    const int p = 18;
+    const double c[3] = {0.5, 0.5, 0.5}, h = 1.0;
+    Charges s = cluster(g, 40, c, 0.5);
+    std::vector<double> w(harm_ncoef(p), 0.0), u(harm_ncoef(p), 0.0);
+    harm_p2m(p, h, c, 40, s.x.data(), s.y.data(), s.z.data(), s.q.data(), w.data());
+    double t[3] = {3.1, -2.2, 2.7}, ref[4], got[4] = {0, 0, 0, 0};
+    direct(s, t[0], t[1], t[2], ref);
+    harm_m2p(p, h, c, w.data(), 1, &t[0], &t[1], &t[2], &got[0], &got[1], &got[2], &got[3]);
+    EXPECT_LT(relerr4(got, ref), 1e-12);
+    const double lc[3] = {3.5, -1.5, 2.5};
+    harm_p2l(p, h, lc, 40, s.x.data(), s.y.data(), s.z.data(), s.q.data(), u.data());
+    double got2[4] = {0, 0, 0, 0};
+    harm_l2p(p, h, lc, u.data(), 1, &t[0], &t[1], &t[2], &got2[0], &got2[1], &got2[2], &got2[3]);
+    EXPECT_LT(relerr4(got2, ref), 1e-9);
+}
+
+// M2M: the parent multipole from the eight children equals the P2M about the parent.
+TEST(Translations, M2MEqualsDirectMultipole) {
+    std::mt19937_64 g(seed_from_env());
+    const int p = 14, n = harm_ncoef(p);
+    const double c[3] = {0, 0, 0};
+    Charges s = cluster(g, 200, c, 0.5);
+    std::vector<double> parent(n, 0.0), viaM2M(n, 0.0), A(n * n);
+    harm_p2m(p, 1.0, c, 200, s.x.data(), s.y.data(), s.z.data(), s.q.data(), parent.data());
+    for (int o = 0; o < 8; ++o) {
+        double sh[3], cc[3];
+        for (int d = 0; d < 3; ++d) sh[d] = (o >> d) & 1 ? 0.25 : -0.25, cc[d] = sh[d];
+        std::vector<double> w(n, 0.0);
+        for (int i = 0; i < 200; ++i) {
+            bool in = (s.x[i] > 0) == bool(o & 1) && (s.y[i] > 0) == bool(o & 2) &&
+                      (s.z[i] > 0) == bool(o & 4);
+            if (in) harm_p2m(p, 0.5, cc, 1, &s.x[i], &s.y[i], &s.z[i], &s.q[i], w.data());
+        }
+        harm_m2m_matrix(p, sh, A.data());
+        auto y = matvec(A, w);
+        for (int k = 0; k < n; ++k) viaM2M[k] += y[k];
+    }
+    for (int k = 0; k < n; ++k) EXPECT_NEAR(viaM2M[k], parent[k], 1e-14 + 1e-13 * std::fabs(parent[k]));
+}
+
+// M2L (dense, at every offset class) and L2L, evaluated with L2P, against the direct sum.
+TEST(Translations, M2L_L2L_against_direct) {
+    std::mt19937_64 g(seed_from_env());
+    const int p = 20, n = harm_ncoef(p);
+    const double c[3] = {0, 0, 0};
+    Charges s = cluster(g, 50, c, 0.5);
+    std::vector<double> w(n, 0.0), A(n * n);
+    harm_p2m(p, 1.0, c, 50, s.x.data(), s.y.data(), s.z.data(), s.q.data(), w.data());
+    const int offs[4][3] = {{2, 0, 0}, {-3, 2, 1}, {3, 3, 3}, {0, -2, 2}};
+    for (auto &o : offs) {
+        double d[3] = {double(-o[0]), double(-o[1]), double(-o[2])};  // source - target
+        harm_m2l_matrix(p, d, A.data());
+        auto u = matvec(A, w);
+        double tc[3] = {double(o[0]), double(o[1]), double(o[2])};
+        // L2L to a child of the target box, then evaluate inside that child
+        double sh[3] = {0.25, -0.25, 0.25}, cc[3];
+        for (int k = 0; k < 3; ++k) cc[k] = tc[k] + 0.5 * sh[k] * 2;
+        harm_l2l_matrix(p, sh, A.data());
+        auto uc = matvec(A, u);
+        double t[3] = {cc[0] + 0.2, cc[1] - 0.1, cc[2] + 0.15}, ref[4];
+        direct(s, t[0], t[1], t[2], ref);
+        double a[4] = {0, 0, 0, 0}, b[4] = {0, 0, 0, 0};
+        harm_l2p(p, 1.0, tc, u.data(), 1, &t[0], &t[1], &t[2], &a[0], &a[1], &a[2], &a[3]);
+        harm_l2p(p, 0.5, cc, uc.data(), 1, &t[0], &t[1], &t[2], &b[0], &b[1], &b[2], &b[3]);
+        EXPECT_LT(relerr4(a, ref), 2e-5) << o[0] << o[1] << o[2];
+        EXPECT_LT(relerr4(b, a), 1e-12) << o[0] << o[1] << o[2];
+    }
+}
+
+// The 316 operators generated from 56 references and reflection signs equal the dense
+// operator of each offset.
+TEST(M2LOperators, ReflectedReferencesMatchDense) {
+    for (int p : {3, 8, 13}) {
+        m2l_operators ops;
+        ASSERT_EQ(m2l_operators_init(&ops, p), 0);
+        const int n = ops.ncoef;
+        std::vector<double> T(n * n), R(n * n);
+        int count = 0;
+        for (int dz = -3; dz <= 3; ++dz)
+            for (int dy = -3; dy <= 3; ++dy)
+                for (int dx = -3; dx <= 3; ++dx) {
+                    int o = oct_offset_index(dx, dy, dz);
+                    if (std::abs(dx) < 2 && std::abs(dy) < 2 && std::abs(dz) < 2) {
+                        EXPECT_EQ(ops.cls[o], -1);
+                        continue;
+                    }
+                    ++count;
+                    ASSERT_GE(ops.cls[o], 0);
+                    ASSERT_EQ(m2l_operator_dense(&ops, dx, dy, dz, T.data()), 0);
+                    double d[3] = {double(dx), double(dy), double(dz)};
+                    harm_m2l_matrix(p, d, R.data());
+                    double e = 0, m = 0;
+                    for (int i = 0; i < n * n; ++i) e = std::max(e, std::fabs(T[i] - R[i])), m = std::max(m, std::fabs(R[i]));
+                    EXPECT_LT(e, 1e-14 * m) << dx << dy << dz;
+                }
+        EXPECT_EQ(count, 316);
+        m2l_operators_free(&ops);
+    }
+}
+
+// The batched CPU M2L (symmetry classes, rotation-factored operators) equals the dense
+// operators applied one by one.
+TEST(M2LOperators, BatchedLevelMatchesDense) {
+    std::mt19937_64 g(seed_from_env());
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    const long n = 4000;
+    std::vector<double> xyz(3 * n);
+    for (auto &v : xyz) v = u(g);
+    octree t;
+    const double lo[3] = {0, 0, 0};
+    ASSERT_EQ(oct_build(&t, n, xyz.data(), lo, 1.0, 3, 32, 0), 0);
+    for (int p : {4, 11}) {
+        m2l_operators ops;
+        ASSERT_EQ(m2l_operators_init(&ops, p), 0);
+        const int np = ops.npad, nc = ops.ncoef;
+        double *W = static_cast<double *>(aligned_alloc(64, sizeof(double) * np * t.nbox));
+        double *U = static_cast<double *>(aligned_alloc(64, sizeof(double) * np * t.nbox));
+        std::vector<double> ref(np * t.nbox, 0.0);
+        std::vector<std::vector<double>> T(M2L_NOFFSET);
+        for (long i = 0; i < np * t.nbox; ++i) W[i] = (i % np) < nc ? u(g) - 0.5 : 0.0, U[i] = 0;
+        for (int l = 2; l <= t.depth; ++l) ASSERT_EQ(m2l_cpu_level(&ops, &t, l, W, U), 0);
+        for (int b = 0; b < t.nbox; ++b)
+            for (long e = t.V.start[b]; e < t.V.start[b + 1]; ++e) {
+                int o = t.V.aux[e];
+                if (T[o].empty()) {
+                    T[o].resize(nc * nc);
+                    ASSERT_EQ(m2l_operator_dense(&ops, o % 7 - 3, (o / 7) % 7 - 3, o / 49 - 3, T[o].data()), 0);
+                }
+                for (int i = 0; i < nc; ++i)
+                    for (int k = 0; k < nc; ++k) ref[b * np + i] += T[o][i * nc + k] * W[t.V.box[e] * np + k];
+            }
+        double e = 0, m = 0;
+        for (long i = 0; i < np * t.nbox; ++i) e = std::max(e, std::fabs(U[i] - ref[i])), m = std::max(m, std::fabs(ref[i]));
+        EXPECT_LT(e, 1e-13 * m) << "p=" << p;
+        free(W), free(U);
+        m2l_operators_free(&ops);
+    }
+    oct_free(&t);
+}
+
+// Every leaf must account for every source exactly once: directly (U), by M2P (W), or
+// through the V and X lists of itself and its ancestors.
+static void check_coverage(const octree &t) {
+    for (int i = 0; i < t.nleaf; ++i) {
+        int b = t.leaves[i];
+        long tot = 0;
+        auto add = [&](const oct_list &L, int a) {
+            for (long e = L.start[a]; e < L.start[a + 1]; ++e) tot += t.box[L.box[e]].end - t.box[L.box[e]].begin;
+        };
+        add(t.U, b);
+        add(t.W, b);
+        for (int a = b; a >= 0; a = t.box[a].parent) add(t.V, a), add(t.X, a);
+        ASSERT_EQ(tot, t.n) << "leaf " << b << " level " << t.box[b].level;
+    }
+}
+
+TEST(Octree, ListsCoverEverySourceOnce) {
+    std::mt19937_64 g(seed_from_env());
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    const long n = 20000;
+    std::vector<double> xyz(3 * n);
+    const double lo[3] = {0, 0, 0};
+    for (int kind = 0; kind < 3; ++kind) {
+        for (long i = 0; i < 3 * n; ++i) {
+            double v = u(g);
+            xyz[i] = kind == 0 ? v : kind == 1 ? v * v * v * v : (i / 3 < n / 2 ? 0.01 * v : v);
+        }
+        for (int depth : {-1, 3}) {
+            octree t;
+            ASSERT_EQ(oct_build(&t, n, xyz.data(), lo, 1.0, depth, 40, 0), 0);
+            if (depth >= 0) {
+                EXPECT_EQ(t.depth, depth);
+            }
+            check_coverage(t);
+            oct_free(&t);
+        }
+    }
+}
+
+TEST(Octree, RejectsCoincidentPoints) {
+    std::vector<double> xyz = {0.1, 0.2, 0.3, 0.5, 0.5, 0.5, 0.1, 0.2, 0.3};
+    octree t;
+    const double lo[3] = {0, 0, 0};
+    EXPECT_NE(oct_build(&t, 3, xyz.data(), lo, 1.0, -1, 1, 0), 0);
+}
