@@ -15,15 +15,19 @@ static const char *help =
     "  --in FILE          particles, one per line: x y z q ('#' comments, blank lines ok)\n"
     "  --out FILE         write 'phi Ex Ey Ez' per particle, in input order (%.17g)\n"
     "  --box L | --box LX LY LZ   box [0,L]^3; open boundary: particles must lie inside\n"
+    "  --periodic         periodic cubic box (needs --box; particles are wrapped), Ewald\n"
+    "                     conventions: tin-foil boundary, neutralising background\n"
+    "  --vacuum           periodic with the vacuum (dipole) boundary instead of tin-foil\n"
     "  --tolerance T      relative L2 error of the potential, 1e-12..1e-3 (default 1e-6)\n"
     "  --order P          force the expansion order (1..30)\n"
     "  --depth D          force a uniform tree of depth D (0..20; default adaptive)\n"
     "  --leaf N           adaptive tree: max particles per leaf (default from the order)\n"
     "  --threads N        OpenMP threads (default: all)\n"
-    "  --reference        compare with the direct sum (all targets up to 20000 particles,\n"
-    "                     else a random sample; see --reference-sample)\n"
+    "  --reference        compare with the direct sum, or the Ewald sum if periodic (all\n"
+    "                     targets up to 20000 particles, else an evenly spaced sample)\n"
     "  --reference-sample K   number of sampled targets for the comparison (default 2000)\n"
-    "stdout: energy, order, depth, time_s [, rel_l2_error_phi, rel_rms_error_field]\n";
+    "stdout: energy, order, depth, time_s [, virial (open boundary)]\n"
+    "        [, rel_l2_error_phi, rel_rms_error_field, rel_error_energy]\n";
 
 int cli_coulomb(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
@@ -40,6 +44,14 @@ int cli_coulomb(int argc, char **argv) {
         }
         if (!strcmp(a, "--reference")) {
             reference = 1;
+            continue;
+        }
+        if (!strcmp(a, "--periodic")) {
+            o.periodic = 1;
+            continue;
+        }
+        if (!strcmp(a, "--vacuum")) {
+            o.boundary = FMM_BOUNDARY_VACUUM;
             continue;
         }
         if (i + 1 >= argc) {
@@ -82,6 +94,14 @@ int cli_coulomb(int argc, char **argv) {
         fprintf(stderr, "fmm coulomb: --in FILE is required (try --help)\n");
         return 2;
     }
+    if (o.periodic && !nbox) {
+        fprintf(stderr, "fmm coulomb: --periodic needs --box L (or LX LY LZ)\n");
+        return 2;
+    }
+    if (o.boundary == FMM_BOUNDARY_VACUUM && !o.periodic) {
+        fprintf(stderr, "fmm coulomb: --vacuum applies to periodic boxes only (add --periodic)\n");
+        return 2;
+    }
     long n;
     double *xyz, *q;
     char err[512];
@@ -96,10 +116,10 @@ int cli_coulomb(int argc, char **argv) {
         fprintf(stderr, "fmm coulomb: out of memory\n");
         goto done;
     }
-    double t0 = omp_get_wtime(), energy;
+    double t0 = omp_get_wtime(), energy, virial[9];
     int rc = fmm_makeplan(&o, nbox ? box : NULL, &plan);
     if (!rc) rc = fmm_setpts(plan, n, xyz);
-    if (!rc) rc = fmm_execute(plan, q, phi, field, &energy, NULL);
+    if (!rc) rc = fmm_execute(plan, q, phi, field, &energy, o.periodic ? NULL : virial);
     double t1 = omp_get_wtime();
     if (rc) {
         fprintf(stderr, "fmm coulomb: %s\n", fmm_strerror(rc));
@@ -123,8 +143,12 @@ int cli_coulomb(int argc, char **argv) {
     }
     printf("n %ld\nenergy %.17g\norder %d\ndepth %d\nleaves %ld\ntime_s %.6f\n", n, energy,
            info.order, info.depth, info.nleaves, t1 - t0);
+    if (!o.periodic)
+        printf("virial %.17g %.17g %.17g %.17g %.17g %.17g\n", virial[0], virial[4], virial[8],
+               virial[1], virial[2], virial[5]);
     if (reference) {
         long m = n <= 20000 ? n : (sample < n ? sample : n);
+        if (o.periodic) m = n; /* the Ewald reference computes every particle */
         long *idx = malloc(sizeof(long) * (m > 0 ? m : 1));
         double *rp = malloc(sizeof(double) * (m > 0 ? m : 1)), *rf = malloc(sizeof(double) * 3 * (m > 0 ? m : 1));
         if (!idx || !rp || !rf) {
@@ -135,8 +159,11 @@ int cli_coulomb(int argc, char **argv) {
         /* evenly spaced sample: deterministic and spread over the whole input */
         for (long k = 0; k < m; ++k) idx[k] = (long)((double)k * n / m);
         double r0 = omp_get_wtime(), eref = 0;
-        rc = m == n ? fmm_direct(n, xyz, q, rp, rf, &eref, NULL, o.threads)
-                    : fmm_direct_targets(n, xyz, q, m, idx, rp, rf, o.threads);
+        if (o.periodic)
+            rc = fmm_ewald(n, xyz, q, box, 1e-12, rp, rf, &eref, NULL, o.threads);
+        else
+            rc = m == n ? fmm_direct(n, xyz, q, rp, rf, &eref, NULL, o.threads)
+                        : fmm_direct_targets(n, xyz, q, m, idx, rp, rf, o.threads);
         double r1 = omp_get_wtime();
         if (rc) {
             fprintf(stderr, "fmm coulomb: reference: %s\n", fmm_strerror(rc));

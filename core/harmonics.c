@@ -6,7 +6,7 @@
 #include <string.h>
 
 #define TRI(l, m) ((l) * ((l) + 1) / 2 + (m))
-#define HARM_PMAX 64 /* internal limit of the stack tables (orders up to 2*30+2) */
+#define HARM_PMAX 104 /* internal limit of the stack tables: lattice sums reach order 2*30 + 40 */
 #define TRI_MAX (HARM_PMAX + 2) * (HARM_PMAX + 3) / 2
 
 /* Regular harmonics R_lm(v), m >= 0, triangle storage, split real/imaginary parts. */
@@ -273,6 +273,11 @@ void harm_l2l_matrix(int p, const double s[3], double *A) {
     harm_regular_full(p, s, re, im);
     struct table_ctx c = {re, im};
     build_matrix(p, p, l2l_coef, &c, A);
+}
+
+void harm_m2l_matrix_table(int p, const double *gre, const double *gim, double *A) {
+    struct table_ctx c = {gre, gim};
+    build_matrix(p, p, m2l_coef, &c, A);
 }
 
 void harm_m2l_matrix(int p, const double d[3], double *A) {

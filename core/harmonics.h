@@ -55,6 +55,10 @@ void harm_l2l_matrix(int p, const double s[3], double *A); /* parent local -> ch
 /* M2L between equal boxes of side h, source centre - target centre = d*h (|d|_inf >= 2). */
 void harm_m2l_matrix(int p, const double d[3], double *A);
 
+/* M2L with a given table G of irregular harmonics (full index, order >= 2p) in place of
+ * I(d): u_lm = sum_jk (-1)^j G_{l+j,m+k} w_jk. Used with lattice sums for periodic images. */
+void harm_m2l_matrix_table(int p, const double *gre, const double *gim, double *A);
+
 /* Rotation of expansions into the frame x' = Q x (Q orthogonal, row-major 3x3): per degree
  * l a real (2l+1)x(2l+1) block in the real layout, blocks stored one after the other
  * (sum_l (2l+1)^2 doubles). Multipoles: w'_l = Aw_l w_l; locals: u_l = Au_l u'_l.

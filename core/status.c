@@ -10,14 +10,15 @@ const char *fmm_strerror(int status) {
     case FMM_ERR_ORDER: return "expansion order out of range [1, 30]";
     case FMM_ERR_DEPTH: return "tree depth out of range [-1 (adaptive), 20]";
     case FMM_ERR_LEAF: return "leaf size out of range [0 (automatic), 4096]";
-    case FMM_ERR_BOX: return "box edges must be finite and positive (cubic for periodic)";
+    case FMM_ERR_BOX: return "box edges must be finite and positive; periodic boxes must be cubic (given or required)";
     case FMM_ERR_OUTSIDE: return "particle outside the box (open boundary)";
     case FMM_ERR_COINCIDENT: return "two particles at the same position (infinite potential)";
     case FMM_ERR_NOMEM: return "out of memory";
     case FMM_ERR_NOPTS: return "no particles set: call fmm_setpts first";
     case FMM_ERR_DEVICE: return "requested device not available in this build";
     case FMM_ERR_THREADS: return "thread count must be >= 0";
-    case FMM_ERR_BOUNDARY: return "invalid boundary option";
+    case FMM_ERR_BOUNDARY: return "invalid boundary option, or vacuum boundary with a net charge";
+    case FMM_ERR_UNSUPPORTED: return "not supported yet: the virial of a periodic system";
     default: return "unknown status code";
     }
 }

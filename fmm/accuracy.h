@@ -6,7 +6,7 @@
 extern "C" {
 #endif
 
-int fmm_order_for_tolerance(double tolerance);
+int fmm_order_for_tolerance(double tolerance, int periodic);
 int fmm_leaf_for_order(int p);
 
 #ifdef __cplusplus

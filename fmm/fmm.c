@@ -12,6 +12,7 @@
 #include "fmm/accuracy.h"
 #include "m2l/m2l_cpu.h"
 #include "m2l/operators.h"
+#include "pbc/lattice.h"
 
 struct fmm_plan {
     fmm_opts opts;
@@ -20,6 +21,8 @@ struct fmm_plan {
     int p, ncoef, npad, leaf; /* npad: stride of the expansion arrays */
     m2l_operators ops;
     double *m2m, *l2l; /* [8][ncoef][ncoef], by child octant */
+    double *lattice;   /* periodic: far images as one root M2L, [ncoef][ncoef] (unit cube) */
+    double *bg;        /* periodic: multipole of a unit charge spread over the unit cube */
     int have_pts;
     octree tree;
     double *W, *U;                 /* [nbox][npad] scaled multipoles and locals */
@@ -48,7 +51,7 @@ static int check_opts(const fmm_opts *o) {
         return FMM_ERR_BOUNDARY;
     if (o->device != FMM_DEVICE_CPU && o->device != FMM_DEVICE_CUDA) return FMM_ERR_ARG;
     if (o->device == FMM_DEVICE_CUDA) return FMM_ERR_DEVICE;
-    if (o->periodic != 0) return FMM_ERR_BOUNDARY; /* periodic boxes: pbc/ (not yet) */
+    if (o->periodic != 0 && o->periodic != 1) return FMM_ERR_ARG;
     return FMM_OK;
 }
 
@@ -64,7 +67,7 @@ void fmm_destroy(fmm_plan *P) {
     if (!P) return;
     free_points(P);
     m2l_operators_free(&P->ops);
-    free(P->m2m), free(P->l2l);
+    free(P->m2m), free(P->l2l), free(P->lattice), free(P->bg);
     free(P);
 }
 
@@ -80,6 +83,11 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
     if (box)
         for (int d = 0; d < 3; ++d)
             if (!(isfinite(box[d]) && box[d] > 0)) return FMM_ERR_BOX;
+    /* periodic: the lattice operator is for a cube (orthorhombic cells need their own
+     * lattice sums and well-separation rules) */
+    if (opts->periodic && (!box || fabs(box[1] - box[0]) > 1e-12 * box[0] ||
+                           fabs(box[2] - box[0]) > 1e-12 * box[0]))
+        return FMM_ERR_BOX;
     fmm_plan *P = calloc(1, sizeof *P);
     if (!P) return FMM_ERR_NOMEM;
     P->opts = *opts;
@@ -87,7 +95,7 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
         P->have_box = 1;
         memcpy(P->box, box, sizeof P->box);
     }
-    P->p = opts->order > 0 ? opts->order : fmm_order_for_tolerance(opts->tolerance);
+    P->p = opts->order > 0 ? opts->order : fmm_order_for_tolerance(opts->tolerance, opts->periodic);
     P->leaf = opts->leaf_size > 0 ? opts->leaf_size : fmm_leaf_for_order(P->p);
     P->ncoef = harm_ncoef(P->p);
     size_t nn = (size_t)P->ncoef * P->ncoef;
@@ -104,6 +112,22 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
         harm_l2l_matrix(P->p, s, P->l2l + o * nn);
     }
     P->npad = P->ops.npad;
+    if (opts->periodic) {
+        int ng = harm_ncoef(2 * P->p);
+        double *are = malloc(sizeof(double) * ng), *aim = malloc(sizeof(double) * ng);
+        P->lattice = malloc(sizeof(double) * nn);
+        P->bg = malloc(sizeof(double) * P->ncoef);
+        int bad = !are || !aim || !P->lattice || !P->bg || pbc_lattice_sums(2 * P->p, are, aim);
+        if (!bad) {
+            harm_m2l_matrix_table(P->p, are, aim, P->lattice);
+            pbc_background_multipole(P->p, P->bg);
+        }
+        free(are), free(aim);
+        if (bad) {
+            fmm_destroy(P);
+            return FMM_ERR_NOMEM;
+        }
+    }
     *plan = P;
     return FMM_OK;
 }
@@ -123,7 +147,20 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
         }
     if (bad) return FMM_ERR_NONFINITE;
     double side;
-    if (P->have_box) {
+    const double *pts = xyz;
+    double *wrapped = NULL;
+    if (P->opts.periodic) {
+        /* wrap into [0, L): the tree, the root multipole and the dipole all use these */
+        side = P->box[0];
+        wrapped = malloc(sizeof(double) * 3 * (size_t)n);
+        if (!wrapped) return FMM_ERR_NOMEM;
+        for (long i = 0; i < 3 * n; ++i) {
+            double v = xyz[i] - side * floor(xyz[i] / side);
+            wrapped[i] = v < side ? v : 0.0;
+        }
+        pts = wrapped;
+        lo[0] = lo[1] = lo[2] = 0.0;
+    } else if (P->have_box) {
         for (int d = 0; d < 3; ++d)
             if (lo[d] < 0 || hi[d] > P->box[d]) return FMM_ERR_OUTSIDE;
         side = fmax(P->box[0], fmax(P->box[1], P->box[2]));
@@ -136,8 +173,9 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
     int saved = omp_get_max_threads();
     if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
     octree t;
-    int rc = oct_build(&t, n, xyz, lo, side, P->opts.depth, P->leaf, 0);
+    int rc = oct_build(&t, n, pts, lo, side, P->opts.depth, P->leaf, P->opts.periodic);
     if (P->opts.threads > 0) omp_set_num_threads(saved);
+    free(wrapped);
     if (rc) return rc;
     size_t ne = (size_t)t.nbox * P->npad;
     double *W = aligned_alloc(64, sizeof(double) * ne), *U = aligned_alloc(64, sizeof(double) * ne);
@@ -216,7 +254,17 @@ static int interactions(fmm_plan *P) {
     const octree *t = &P->tree;
     const int np = P->npad;
     memset(P->U, 0, sizeof(double) * (size_t)t->nbox * np);
-    for (int l = 2; l <= t->depth; ++l) {
+    if (t->periodic) {
+        /* images beyond the 27 nearest, on the neutralised root multipole (recipe 2) */
+        const int nc = P->ncoef;
+        double Q = P->W[0], *wn = malloc(sizeof(double) * nc);
+        if (!wn) return FMM_ERR_NOMEM;
+        for (int k = 0; k < nc; ++k) wn[k] = P->W[k] - Q * P->bg[k];
+        wn[0] = 0.0;
+        matvec_add(nc, P->lattice, wn, P->U);
+        free(wn);
+    }
+    for (int l = 1; l <= t->depth; ++l) {
         int rc = m2l_cpu_level(&P->ops, t, l, P->W, P->U);
         if (rc) return rc;
     }
@@ -283,14 +331,54 @@ static void leaves(fmm_plan *P) {
     }
 }
 
+/* Periodic cube: from the cube-ordered lattice sum of the neutralised cell to Ewald's
+ * conventions (recipe 2 and 4): background of the 27 near cells for a net charge Q, then
+ * tin-foil (dipole D and second moment S2 of the wrapped charges about the centre). */
+static void periodic_corrections(fmm_plan *P) {
+    const octree *t = &P->tree;
+    const long n = t->n;
+    const double L = t->side, V = L * L * L, pi = 3.14159265358979323846;
+    const double *c = t->box[0].c;
+    double Q = 0, D[3] = {0, 0, 0}, S2 = 0;
+    for (long i = 0; i < n; ++i) {
+        double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
+        Q += P->q[i];
+        for (int d = 0; d < 3; ++d) D[d] += P->q[i] * Y[d];
+        S2 += P->q[i] * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]);
+    }
+    const int tinfoil = P->opts.boundary == FMM_BOUNDARY_TINFOIL;
+    const double kd = 4 * pi / (3 * V), k0 = 2 * pi / (3 * V) * (S2 - Q * L * L / 4);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) {
+        double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
+        if (Q != 0.0) {
+            double pb, gb[3];
+            pbc_cube_potential(1.5 * L, Y, &pb, gb);
+            P->phi[i] -= Q / V * pb;
+            P->ex[i] += Q / V * gb[0], P->ey[i] += Q / V * gb[1], P->ez[i] += Q / V * gb[2];
+        }
+        if (tinfoil) {
+            P->phi[i] += k0 - kd * (D[0] * Y[0] + D[1] * Y[1] + D[2] * Y[2]);
+            P->ex[i] += kd * D[0], P->ey[i] += kd * D[1], P->ez[i] += kd * D[2];
+        }
+    }
+}
+
 int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy,
                 double *virial) {
     if (!P || !q) return FMM_ERR_ARG;
     if (!P->have_pts) return FMM_ERR_NOPTS;
+    if (virial && P->opts.periodic) return FMM_ERR_UNSUPPORTED;
     const octree *t = &P->tree;
     const long n = t->n;
-    for (long i = 0; i < n; ++i)
+    double Q = 0, Qabs = 0;
+    for (long i = 0; i < n; ++i) {
         if (!isfinite(q[i])) return FMM_ERR_NONFINITE;
+        Q += q[i], Qabs += fabs(q[i]);
+    }
+    /* vacuum (dipole) boundary diverges for a charged cell */
+    if (P->opts.periodic && P->opts.boundary == FMM_BOUNDARY_VACUUM && fabs(Q) > 1e-12 * Qabs)
+        return FMM_ERR_BOUNDARY;
     int saved = omp_get_max_threads();
     if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
 #pragma omp parallel for schedule(static)
@@ -300,6 +388,7 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     if (rc == FMM_OK) {
         downward(P);
         leaves(P);
+        if (t->periodic) periodic_corrections(P);
         double U = 0.0, Wv[9] = {0};
         const double *c = t->box[0].c;
 #pragma omp parallel for schedule(static) reduction(+ : U)

@@ -5,7 +5,8 @@
  *     phi_i = sum_{j != i} q_j / |x_i - x_j|,     E_i = -grad phi_i,
  *     U     = 1/2 sum_i q_i phi_i,
  * with an open boundary (all of space, no images) or, with opts.periodic, a
- * periodic box (Ewald convention: tin-foil boundary by default).
+ * periodic cubic box (Ewald convention: tin-foil boundary by default; a net charge is
+ * neutralised by a uniform background, as in GROMACS's PME).
  *
  * Shape (FINUFFT / ScaFaCoS style):
  *     fmm_opts o; fmm_default_opts(&o); o.tolerance = 1e-6;
@@ -42,6 +43,7 @@ enum fmm_status {
     FMM_ERR_DEVICE,     /* requested device not available in this build */
     FMM_ERR_THREADS,    /* negative thread count */
     FMM_ERR_BOUNDARY,   /* boundary option invalid, or vacuum with net charge */
+    FMM_ERR_UNSUPPORTED, /* valid request this version cannot do yet (periodic virial) */
     FMM_STATUS_COUNT
 };
 
@@ -83,14 +85,16 @@ void fmm_default_opts(fmm_opts *opts);
 
 /* box: NULL for an open boundary with the particles' bounding cube; otherwise the
  * box edge lengths {Lx, Ly, Lz} with the lower corner at the origin. Open boundary:
- * particles must lie in [0,Lx]x[0,Ly]x[0,Lz]. Periodic: particles are wrapped. */
+ * particles must lie in [0,Lx]x[0,Ly]x[0,Lz]. Periodic (box required, cubic for now):
+ * particles are wrapped into the box. */
 int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan);
 
 /* xyz: n interleaved coordinates x0 y0 z0 x1 y1 z1 ... (copied; caller keeps ownership) */
 int fmm_setpts(fmm_plan *plan, long n, const double *xyz);
 
 /* q: n charges in the caller's order. phi (n), field (3n, -grad phi interleaved),
- * energy (1) and virial (9, row-major W_ab = -dU/d eps_ab) may each be NULL. */
+ * energy (1) and virial (9, row-major W_ab = -dU/d eps_ab) may each be NULL.
+ * The virial is available for the open boundary only (periodic: FMM_ERR_UNSUPPORTED). */
 int fmm_execute(fmm_plan *plan, const double *q, double *phi, double *field, double *energy,
                 double *virial);
 
@@ -109,6 +113,17 @@ int fmm_direct(long n, const double *xyz, const double *q, double *phi, double *
  * all n sources: phi (m) and field (3m) may be NULL. For error estimates at large n. */
 int fmm_direct_targets(long n, const double *xyz, const double *q, long m, const long *targets,
                        double *phi, double *field, int threads);
+
+/* Ewald sum for a periodic cubic or rectangular box [0,Lx)x[0,Ly)x[0,Lz) with tin-foil
+ * (conducting) boundary and, for a net charge Q, the uniform neutralising background
+ * (-pi Q / (V alpha^2) in every phi_i), the convention of GROMACS's PME. Particles are
+ * wrapped into the box. The splitting and cut-offs are chosen so that the truncation error
+ * of each sum is below `tolerance` (relative, 1e-3 .. 1e-12). The real-space sum is O(N^2)
+ * (minimum image and neighbouring images within the cut-off), the k-space sum O(N K): a
+ * reference for tests and --reference, not a production solver. Outputs as fmm_execute;
+ * virial W_ab = -dU/d eps_ab (9, row-major). */
+int fmm_ewald(long n, const double *xyz, const double *q, const double box[3], double tolerance,
+              double *phi, double *field, double *energy, double *virial, int threads);
 
 #ifdef __cplusplus
 }

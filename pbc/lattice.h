@@ -1,0 +1,35 @@
+/*
+ * Periodic far field of the spherical-harmonic FMM for a cubic cell
+ * (shared/design/periodic-fmm-recipe.md, verified there against Ewald):
+ *  - the lattice sums A_LM = sum_{R, |n|_inf >= 2} I_LM(R) over the images beyond the 27
+ *    nearest, summed cube by cube (renormalisation, recipe 1.4 and 1.6); with them the far
+ *    images act on the root multipole as one M2L, u += Lambda^A w;
+ *  - the multipole of a uniform neutralising background (recipe 1.5);
+ *  - the potential of a uniformly charged cube (recipe 2), for the background of the 27 near
+ *    cells;
+ *  - the exact corrections from the cube-ordered sum to Ewald's tin-foil result (recipe 4).
+ * Everything is for the unit cube; powers of L scale it.
+ */
+#ifndef FMM_PBC_LATTICE_H
+#define FMM_PBC_LATTICE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A_LM for L <= lmax (full complex index l^2+l+m), unit cube, A_00 = 0.
+ * Returns 0, or 1 if out of memory. */
+int pbc_lattice_sums(int lmax, double *are, double *aim);
+
+/* b_lm = integral over the unit cube [-1/2,1/2]^3 of R_lm(y) d^3y, real layout (p+1)^2 */
+void pbc_background_multipole(int p, double *b);
+
+/* Potential of the uniform unit-density cube [-h,h]^3 at Y (inside, |Y|_inf < h), and its
+ * gradient. */
+void pbc_cube_potential(double h, const double Y[3], double *phi, double grad[3]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
