@@ -9,6 +9,7 @@
 #include "core/harmonics.h"
 #include "core/octree.h"
 #include "core/p2p.h"
+#include "core/panel.h"
 #include "fmm/accuracy.h"
 #include "m2l/m2l_cpu.h"
 #include "m2l/operators.h"
@@ -20,7 +21,11 @@ struct fmm_plan {
     double box[3];
     int p, ncoef, npad, leaf; /* npad: stride of the expansion arrays */
     m2l_operators ops;
-    double *m2m, *l2l; /* [8][ncoef][ncoef], by child octant */
+    /* M2M and L2L of the child octant with offset (+1/4,+1/4,+1/4) (parent units) in factored
+     * form; the other octants are its reflections (sign patterns ops.sign) */
+    factored_op m2m, l2l;
+    double *tr_mem; /* storage behind m2m and l2l */
+    int *zoff;
     double *lattice;   /* periodic: far images as one root M2L, [ncoef][ncoef] (unit cube) */
     double *bg;        /* periodic: multipole of a unit charge spread over the unit cube */
     int have_pts;
@@ -67,12 +72,39 @@ void fmm_destroy(fmm_plan *P) {
     if (!P) return;
     free_points(P);
     m2l_operators_free(&P->ops);
-    free(P->m2m), free(P->l2l), free(P->lattice), free(P->bg);
+    free(P->tr_mem), free(P->zoff), free(P->lattice), free(P->bg);
     free(P);
 }
 
-static void octant_shift(int o, double s[3]) {
-    for (int d = 0; d < 3; ++d) s[d] = (o >> d) & 1 ? 0.25 : -0.25;
+/* reflection flags (core/panel.h sign patterns) taking octant 7 (+,+,+) to octant o */
+static inline unsigned char octant_flags(int o) { return (unsigned char)(~o & 7); }
+
+static int init_child_translations(fmm_plan *P) {
+    const int p = P->p, nc = P->ncoef;
+    int nrot = (p + 1) * (2 * p + 1) * (2 * p + 3) / 3;
+    P->zoff = malloc(sizeof(int) * (p + 2));
+    if (!P->zoff) return FMM_ERR_NOMEM;
+    int nz = panel_zsize(p, P->zoff);
+    P->tr_mem = malloc(sizeof(double) * (4 * (size_t)nrot + 4 * (size_t)nz + (size_t)nc * nc));
+    if (!P->tr_mem) return FMM_ERR_NOMEM;
+    double *rwQ = P->tr_mem, *ruQ = rwQ + nrot, *rwQT = ruQ + nrot, *ruQT = rwQT + nrot;
+    double *z = ruQT + nrot, *Z = z + 4 * nz;
+    const double s0[3] = {0.25, 0.25, 0.25}, zs[3] = {0, 0, sqrt(3.0) / 4};
+    double Q[9], QT[9];
+    m2l_frame_along(s0, Q);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) QT[3 * i + j] = Q[3 * j + i];
+    if (harm_rotation_matrices(p, Q, rwQ, ruQ) || harm_rotation_matrices(p, QT, rwQT, ruQT))
+        return FMM_ERR_NOMEM;
+    /* M2M: multipole into the frame (Q), along z, back (Q^T); L2L: local into the frame
+     * (its inverse is the map of Q^T), along z, back (Q) */
+    harm_m2m_matrix(p, zs, Z);
+    panel_zblocks(p, Z, P->zoff, z, z + nz);
+    harm_l2l_matrix(p, zs, Z);
+    panel_zblocks(p, Z, P->zoff, z + 2 * nz, z + 3 * nz);
+    P->m2m = (factored_op){p, rwQ, rwQT, z, z + nz, P->zoff};
+    P->l2l = (factored_op){p, ruQT, ruQ, z + 2 * nz, z + 3 * nz, P->zoff};
+    return FMM_OK;
 }
 
 int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
@@ -99,17 +131,9 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
     P->leaf = opts->leaf_size > 0 ? opts->leaf_size : fmm_leaf_for_order(P->p);
     P->ncoef = harm_ncoef(P->p);
     size_t nn = (size_t)P->ncoef * P->ncoef;
-    P->m2m = malloc(sizeof(double) * 8 * nn);
-    P->l2l = malloc(sizeof(double) * 8 * nn);
-    if (!P->m2m || !P->l2l || m2l_operators_init(&P->ops, P->p)) {
+    if (m2l_operators_init(&P->ops, P->p) || init_child_translations(P)) {
         fmm_destroy(P);
         return FMM_ERR_NOMEM;
-    }
-    for (int o = 0; o < 8; ++o) {
-        double s[3];
-        octant_shift(o, s);
-        harm_m2m_matrix(P->p, s, P->m2m + o * nn);
-        harm_l2l_matrix(P->p, s, P->l2l + o * nn);
     }
     P->npad = P->ops.npad;
     if (opts->periodic) {
@@ -219,29 +243,75 @@ static void matvec_add(int n, const double *restrict A, const double *restrict x
 
 static inline double box_side(const octree *t, int level) { return t->side / (double)(1 << level); }
 
-static void upward(fmm_plan *P) {
+/* Child-parent translations of one level, grouped by child octant: PANEL_NB at a time,
+ * sources gathered with the octant's reflection signs, one factored operator, results
+ * scattered with the same signs. For the M2M (up) several octants write the same parent, so
+ * the octants go one after the other; for the L2L (down) every child is written once. */
+static int child_translations(fmm_plan *P, int level, int up) {
     const octree *t = &P->tree;
-    const int nc = P->ncoef, np = P->npad;
-    const size_t nn = (size_t)nc * nc;
+    const int np = P->npad, b0 = t->level_start[level], b1 = t->level_start[level + 1];
+    const int nb = b1 - b0;
+    int *idx = malloc(sizeof(int) * 2 * (size_t)(nb + 1));
+    unsigned char *flg = malloc((size_t)nb + 1);
+    if (!idx || !flg) {
+        free(idx), free(flg);
+        return FMM_ERR_NOMEM;
+    }
+    int *child = idx, *parent = idx + nb, start[9] = {0};
+    for (int b = b0; b < b1; ++b) {
+        const oct_box *B = &t->box[b];
+        start[1 + ((B->ix[0] & 1) | (B->ix[1] & 1) << 1 | (B->ix[2] & 1) << 2)]++;
+    }
+    for (int o = 0; o < 8; ++o) start[o + 1] += start[o];
+    int pos[8];
+    memcpy(pos, start, sizeof pos);
+    for (int b = b0; b < b1; ++b) {
+        const oct_box *B = &t->box[b];
+        int o = (B->ix[0] & 1) | (B->ix[1] & 1) << 1 | (B->ix[2] & 1) << 2, k = pos[o]++;
+        child[k] = b, parent[k] = B->parent, flg[k] = octant_flags(o);
+    }
+    const double *src = up ? P->W : P->U;
+    double *dst = up ? P->W : P->U;
+    const int *from = up ? child : parent, *to = up ? parent : child;
+    const factored_op *op = up ? &P->m2m : &P->l2l;
+    int fail = 0;
+    for (int o = 0; o < (up ? 8 : 1); ++o) {
+        int e_begin = up ? start[o] : 0, e_end = up ? start[o + 1] : nb;
+#pragma omp parallel reduction(| : fail)
+        {
+            double *A = aligned_alloc(64, sizeof(double) * PANEL_NB * (size_t)np);
+            double *T = aligned_alloc(64, sizeof(double) * PANEL_NB * (size_t)np);
+            if (!A || !T) fail = 1;
+#pragma omp for schedule(dynamic, 1)
+            for (int e0 = e_begin; e0 < e_end; e0 += PANEL_NB) {
+                if (!A || !T) continue;
+                int n = e_end - e0 < PANEL_NB ? e_end - e0 : PANEL_NB;
+                panel_gather(np, src, n, from + e0, flg + e0, P->ops.sign, A);
+                panel_apply(op, A, T);
+                panel_scatter_add(np, A, n, to + e0, flg + e0, P->ops.sign, dst);
+            }
+            free(A), free(T);
+        }
+    }
+    free(idx), free(flg);
+    return fail ? FMM_ERR_NOMEM : FMM_OK;
+}
+
+static int upward(fmm_plan *P) {
+    const octree *t = &P->tree;
+    const int np = P->npad;
+    memset(P->W, 0, sizeof(double) * (size_t)t->nbox * np);
 #pragma omp parallel for schedule(dynamic, 16)
     for (int i = 0; i < t->nleaf; ++i) {
         const oct_box *B = &t->box[t->leaves[i]];
-        double *w = P->W + (size_t)t->leaves[i] * np;
-        memset(w, 0, sizeof(double) * np);
         harm_p2m(P->p, box_side(t, B->level), B->c, B->end - B->begin, t->x + B->begin,
-                 t->y + B->begin, t->z + B->begin, P->q + B->begin, w);
+                 t->y + B->begin, t->z + B->begin, P->q + B->begin, P->W + (size_t)t->leaves[i] * np);
     }
-    for (int l = t->depth - 1; l >= 0; --l) {
-#pragma omp parallel for schedule(dynamic, 16)
-        for (int b = t->level_start[l]; b < t->level_start[l + 1]; ++b) {
-            const oct_box *B = &t->box[b];
-            if (oct_is_leaf(B)) continue;
-            double *w = P->W + (size_t)b * np;
-            memset(w, 0, sizeof(double) * np);
-            for (int o = 0; o < 8; ++o)
-                if (B->child[o] >= 0) matvec_add(nc, P->m2m + o * nn, P->W + (size_t)B->child[o] * np, w);
-        }
+    for (int l = t->depth; l >= 1; --l) {
+        int rc = child_translations(P, l, 1);
+        if (rc) return rc;
     }
+    return FMM_OK;
 }
 
 static void image_shift(const octree *t, int code, double s[3]) {
@@ -284,18 +354,12 @@ static int interactions(fmm_plan *P) {
     return FMM_OK;
 }
 
-static void downward(fmm_plan *P) {
-    const octree *t = &P->tree;
-    const int nc = P->ncoef, np = P->npad;
-    const size_t nn = (size_t)nc * nc;
-    for (int l = 1; l <= t->depth; ++l) {
-#pragma omp parallel for schedule(dynamic, 16)
-        for (int b = t->level_start[l]; b < t->level_start[l + 1]; ++b) {
-            const oct_box *B = &t->box[b];
-            int o = (B->ix[0] & 1) | (B->ix[1] & 1) << 1 | (B->ix[2] & 1) << 2;
-            matvec_add(nc, P->l2l + o * nn, P->U + (size_t)B->parent * np, P->U + (size_t)b * np);
-        }
+static int downward(fmm_plan *P) {
+    for (int l = 1; l <= P->tree.depth; ++l) {
+        int rc = child_translations(P, l, 0);
+        if (rc) return rc;
     }
+    return FMM_OK;
 }
 
 static void leaves(fmm_plan *P) {
@@ -383,10 +447,10 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; ++i) P->q[i] = q[t->perm[i]];
-    upward(P);
-    int rc = interactions(P);
+    int rc = upward(P);
+    if (rc == FMM_OK) rc = interactions(P);
+    if (rc == FMM_OK) rc = downward(P);
     if (rc == FMM_OK) {
-        downward(P);
         leaves(P);
         if (t->periodic) periodic_corrections(P);
         double U = 0.0, Wv[9] = {0};

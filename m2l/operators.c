@@ -6,6 +6,7 @@
 
 #include "core/harmonics.h"
 #include "core/octree.h"
+#include "core/panel.h"
 #include "fmm.h"
 
 static double reflection_sign(int f, int l, int m, int imag) {
@@ -16,9 +17,9 @@ static double reflection_sign(int f, int l, int m, int imag) {
     return s;
 }
 
-/* orthogonal Q (rows x', y', z') with Q d = |d| e_z */
-static void frame_along(const int d[3], double Q[9]) {
-    double r = sqrt((double)(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]));
+
+void m2l_frame_along(const double d[3], double Q[9]) {
+    double r = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
     double z[3] = {d[0] / r, d[1] / r, d[2] / r}, a[3] = {1, 0, 0};
     if (fabs(z[0]) > 0.9) a[0] = 0, a[1] = 1;
     double x[3] = {a[1] * z[2] - a[2] * z[1], a[2] * z[0] - a[0] * z[2], a[0] * z[1] - a[1] * z[0]};
@@ -33,36 +34,30 @@ static int init_factored(m2l_operators *ops) {
     ops->nrot = (p + 1) * (2 * p + 1) * (2 * p + 3) / 3;
     ops->zoff = malloc(sizeof(int) * (p + 2));
     if (!ops->zoff) return FMM_ERR_NOMEM;
-    ops->nz = 0;
-    for (int m = 0; m <= p; ++m) ops->zoff[m] = ops->nz, ops->nz += (p + 1 - m) * (p + 1 - m);
-    ops->zoff[p + 1] = ops->nz;
+    ops->nz = panel_zsize(p, ops->zoff);
     ops->rot_w = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nrot);
     ops->rot_u = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nrot);
     ops->zre = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nz);
     ops->zim = calloc(M2L_NCLASS * (size_t)ops->nz, sizeof(double));
-    double *Z = malloc(sizeof(double) * (size_t)n * n);
-    int fail = !ops->rot_w || !ops->rot_u || !ops->zre || !ops->zim || !Z;
-    for (int c = 0; c < M2L_NCLASS && !fail; ++c) {
-        double Q[9];
-        frame_along(ops->ref[c], Q);
-        if (harm_rotation_matrices(p, Q, ops->rot_w + (size_t)c * ops->nrot,
-                                   ops->rot_u + (size_t)c * ops->nrot)) {
+    int fail = !ops->rot_w || !ops->rot_u || !ops->zre || !ops->zim;
+    /* the 56 classes are independent: build them in parallel (O(p^5) each) */
+#pragma omp parallel for schedule(dynamic, 1) reduction(| : fail)
+    for (int c = 0; c < M2L_NCLASS; ++c) {
+        double Q[9], *Z = malloc(sizeof(double) * (size_t)n * n);
+        const double dd[3] = {ops->ref[c][0], ops->ref[c][1], ops->ref[c][2]};
+        m2l_frame_along(dd, Q);
+        if (!Z || fail || harm_rotation_matrices(p, Q, ops->rot_w + (size_t)c * ops->nrot,
+                                                 ops->rot_u + (size_t)c * ops->nrot)) {
+            free(Z);
             fail = 1;
-            break;
+            continue;
         }
         const int *d = ops->ref[c];
         double zd[3] = {0, 0, sqrt((double)(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]))};
         harm_m2l_matrix(p, zd, Z);
-        double *zr = ops->zre + (size_t)c * ops->nz, *zi = ops->zim + (size_t)c * ops->nz;
-        for (int m = 0; m <= p; ++m)
-            for (int l = m; l <= p; ++l)
-                for (int j = m; j <= p; ++j) {
-                    int k = ops->zoff[m] + (l - m) * (p + 1 - m) + (j - m);
-                    zr[k] = Z[(size_t)harm_re(l, m) * n + harm_re(j, m)];
-                    if (m > 0) zi[k] = Z[(size_t)harm_im(l, m) * n + harm_im(j, m)];
-                }
+        panel_zblocks(p, Z, ops->zoff, ops->zre + (size_t)c * ops->nz, ops->zim + (size_t)c * ops->nz);
+        free(Z);
     }
-    free(Z);
     return fail ? FMM_ERR_NOMEM : 0;
 }
 

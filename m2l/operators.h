@@ -46,6 +46,9 @@ typedef struct m2l_operators {
 
 /* Returns 0 or FMM_ERR_NOMEM. */
 int m2l_operators_init(m2l_operators *ops, int p);
+
+/* An orthogonal Q (rows x', y', z') with Q d = |d| e_z: the frame of the factored form. */
+void m2l_frame_along(const double d[3], double Q[9]);
 void m2l_operators_free(m2l_operators *ops);
 
 /* Dense operator of one offset, row-major [ncoef][ncoef], assembled from its class's
