@@ -1,26 +1,35 @@
 #include "fmm/accuracy.h"
 
-/* Largest relative L2 potential error measured at each order p (one-box separation,
- * scaled spherical-harmonic expansions), over uniform-cube, Plummer and sphere-surface sets
- * of N = 30000 random charges (N = 8000 for p > 20), adaptive tree. Odd orders between
- * measured ones are interpolated geometrically. Measured with the driver used for
- * bench/accuracy_sweep; see docs/accuracy.md. */
-static const double err_at_order[31] = {
-    1.0,     4.0e-2,  1.22e-2, 4.0e-3,  1.28e-3, 5.0e-4,  1.75e-4, 7.0e-5,
-    2.6e-5,  1.1e-5,  4.6e-6,  2.1e-6,  9.8e-7,  4.6e-7,  2.2e-7,  1.1e-7,
-    5.4e-8,  2.7e-8,  1.4e-8,  8.0e-9,  4.6e-9,  1.9e-9,  1.1e-9,  5.5e-10,
-    2.7e-10, 2.0e-10, 1.4e-10, 7.0e-11, 3.3e-11, 2.4e-11, 1.8e-11};
+/* Largest relative L2 potential error measured at each order p = 1..30 (index p-1), made
+ * monotone (each entry is the largest error at that order or any higher one). Source:
+ * bench/accuracy_sweep.sh, bench/results/accuracy_sweep.csv:
+ *   open: uniform cube, Plummer, sphere surface (20000 charges each) and water-like
+ *         (6666 SPC/E molecules) against the direct sum; the water-like set is the worst;
+ *   periodic: the 2934-atom SPC/E box, a 300-atom water box and 2000 uniform charges
+ *         against the Ewald sum.
+ * Orders 25..30 were not swept: they are extrapolated with the decay of orders 22..24
+ * (x0.62 per order open, x0.7 periodic) and are estimates. */
+static const double err_open[30] = {
+    5.09e-02, 1.48e-02, 5.02e-03, 1.75e-03, 6.26e-04, 2.47e-04,
+    9.91e-05, 4.35e-05, 1.78e-05, 8.16e-06, 3.70e-06, 1.76e-06,
+    8.40e-07, 4.61e-07, 2.49e-07, 1.28e-07, 6.67e-08, 3.31e-08,
+    1.86e-08, 1.14e-08, 7.24e-09, 3.98e-09, 2.19e-09, 1.45e-09,
+    9.01e-10, 5.59e-10, 3.46e-10, 2.15e-10, 1.33e-10, 8.26e-11};
+static const double err_periodic[30] = {
+    5.51e-02, 2.08e-02, 8.36e-03, 2.60e-03, 8.68e-04, 3.56e-04,
+    1.80e-04, 6.48e-05, 3.26e-05, 1.67e-05, 7.63e-06, 3.50e-06,
+    1.85e-06, 1.19e-06, 7.13e-07, 4.41e-07, 4.41e-07, 1.06e-07,
+    1.06e-07, 6.82e-08, 3.96e-08, 3.96e-08, 1.28e-08, 1.10e-08,
+    7.69e-09, 5.38e-09, 3.77e-09, 2.64e-09, 1.85e-09, 1.29e-09};
 
-/* The tree and the data vary the error around the table by up to about 2x, so the order
- * is the lowest whose tabulated error is 3x below the tolerance. Periodic boxes err about
- * 5x more at the same order (the images beyond the 27 nearest enter through one M2L at the
- * root with a one-cell separation; measured on the 2934-atom SPC/E box and random neutral
- * and charged sets against the Ewald sum). Below what order 30 reaches (about 5e-11 open,
- * 3e-10 periodic) the tolerance cannot be guaranteed; order 30 is used. */
+/* Other data and trees scatter around the table by up to about 2x, so the order is the
+ * lowest whose tabulated error is 3x below the tolerance. Below what order 30 reaches
+ * (about 2.5e-10 open, 4e-9 periodic, with the margin) the tolerance is not guaranteed and
+ * order 30 is used: with one-box separation the error falls only by ~0.6x per order there. */
 int fmm_order_for_tolerance(double tol, int periodic) {
-    double margin = periodic ? 15.0 : 3.0;
+    const double *err = periodic ? err_periodic : err_open;
     for (int p = 1; p <= 30; ++p)
-        if (margin * err_at_order[p] <= tol) return p;
+        if (3.0 * err[p - 1] <= tol) return p;
     return 30;
 }
 

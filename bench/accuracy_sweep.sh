@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# accuracy_sweep.sh - relative L2 potential error against the reference (direct sum, or
+# Ewald for periodic boxes) at every expansion order, on the point sets the tolerance promise
+# covers. Its table calibrates fmm/accuracy.c. Writes bench/results/accuracy_sweep.csv.
+# Usage: bench/accuracy_sweep.sh [N_OPEN] [PMAX]    (defaults 20000, 30)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-20000}
+PMAX=${2:-30}
+FMM=build/bin/fmm
+OUT=bench/results/accuracy_sweep.csv
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for kind in uniform plummer sphere; do $FMM generate $kind --n "$N" --seed 11 --out "$tmp/$kind.txt" >/dev/null; done
+$FMM generate water --n $((N / 3)) --seed 11 --out "$tmp/water.txt" >/dev/null
+Lw=$($FMM generate water --n 100 --seed 12 --out "$tmp/w300.txt" | awk '{print $2}')
+Lr=1.0
+$FMM generate uniform --n 2000 --seed 13 --out "$tmp/r2000.txt" >/dev/null
+L3k=$(awk 'NR==1{print $3}' systems/water/spce_3k.xyzq)
+echo "boundary,set,n,order,depth,rel_l2_error_phi,rel_rms_error_field,time_s" > "$OUT"
+run() { # boundary set file order extra-args...
+    local b=$1 s=$2 f=$3 p=$4; shift 4
+    $FMM coulomb --in "$f" --order "$p" --reference --reference-sample 1000 "$@" |
+        awk -v b="$b" -v s="$s" -v p="$p" '{v[$1]=$2} END{printf "%s,%s,%s,%s,%s,%s,%s,%s\n", b, s, v["n"], p, v["depth"], v["rel_l2_error_phi"], v["rel_rms_error_field"], v["time_s"]}' >> "$OUT"
+    echo "$b $s p=$p" >&2
+}
+for p in $(seq 1 "$PMAX"); do
+    for kind in uniform plummer sphere water; do run open $kind "$tmp/$kind.txt" "$p"; done
+    run periodic spce_3k systems/water/spce_3k.xyzq "$p" --periodic --box "$L3k"
+    run periodic water_300 "$tmp/w300.txt" "$p" --periodic --box "$Lw"
+    run periodic uniform_2000 "$tmp/r2000.txt" "$p" --periodic --box "$Lr"
+done
+echo "wrote $OUT" >&2
