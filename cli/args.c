@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,5 +25,16 @@ int cli_parse_long(const char *opt, const char *s, long *v) {
         fprintf(stderr, "fmm: %s expects an integer, got '%s'\n", opt, s);
         return 1;
     }
+    return 0;
+}
+
+int cli_parse_int(const char *opt, const char *s, int *v) {
+    long l;
+    if (cli_parse_long(opt, s, &l)) return 1;
+    if (l < INT_MIN || l > INT_MAX) {
+        fprintf(stderr, "fmm: %s value '%s' is out of range\n", opt, s);
+        return 1;
+    }
+    *v = (int)l;
     return 0;
 }

@@ -8,5 +8,6 @@ int cli_generate(int argc, char **argv);
 /* option-value parsing shared by the commands; print one line to stderr on failure */
 int cli_parse_double(const char *opt, const char *s, double *v);
 int cli_parse_long(const char *opt, const char *s, long *v);
+int cli_parse_int(const char *opt, const char *s, int *v);
 
 #endif

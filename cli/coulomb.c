@@ -59,15 +59,14 @@ int cli_coulomb(int argc, char **argv) {
             return 2;
         }
         const char *v = argv[++i];
-        long lv;
         int bad = 0;
         if (!strcmp(a, "--in")) in = v;
         else if (!strcmp(a, "--out")) out = v;
         else if (!strcmp(a, "--tolerance")) bad = cli_parse_double(a, v, &o.tolerance);
-        else if (!strcmp(a, "--order")) bad = cli_parse_long(a, v, &lv), o.order = (int)lv;
-        else if (!strcmp(a, "--depth")) bad = cli_parse_long(a, v, &lv), o.depth = (int)lv;
-        else if (!strcmp(a, "--leaf")) bad = cli_parse_long(a, v, &lv), o.leaf_size = (int)lv;
-        else if (!strcmp(a, "--threads")) bad = cli_parse_long(a, v, &lv), o.threads = (int)lv;
+        else if (!strcmp(a, "--order")) bad = cli_parse_int(a, v, &o.order);
+        else if (!strcmp(a, "--depth")) bad = cli_parse_int(a, v, &o.depth);
+        else if (!strcmp(a, "--leaf")) bad = cli_parse_int(a, v, &o.leaf_size);
+        else if (!strcmp(a, "--threads")) bad = cli_parse_int(a, v, &o.threads);
         else if (!strcmp(a, "--reference-sample")) bad = cli_parse_long(a, v, &sample);
         else if (!strcmp(a, "--box")) {
             bad = cli_parse_double(a, v, &box[0]);
@@ -85,7 +84,7 @@ int cli_coulomb(int argc, char **argv) {
             return 2;
         }
         if (bad) return 2;
-        if (!strcmp(a, "--order") && (lv < FMM_ORDER_MIN || lv > FMM_ORDER_MAX)) {
+        if (!strcmp(a, "--order") && (o.order < FMM_ORDER_MIN || o.order > FMM_ORDER_MAX)) {
             fprintf(stderr, "fmm coulomb: %s\n", fmm_strerror(FMM_ERR_ORDER));
             return 2;
         }
