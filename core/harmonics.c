@@ -91,6 +91,68 @@ void harm_irregular_full(int p, const double v[3], double *fre, double *fim) {
     tri_to_full(p, re, im, fre, fim);
 }
 
+/* Particle-side operators, 8 particles per step (GCC vector extensions: AVX-512 where the
+ * build has it, narrower vectors otherwise). */
+typedef double v8d __attribute__((vector_size(64)));
+#define PART_PMAX 32 /* particle operators: orders up to FMM_ORDER_MAX + 1 */
+#define PART_TRI ((PART_PMAX + 1) * (PART_PMAX + 2) / 2)
+
+static void regular_tri_v(int p, v8d x, v8d y, v8d z, v8d *re, v8d *im) {
+    v8d r2 = x * x + y * y + z * z;
+    re[0] = (v8d){0} + 1.0;
+    im[0] = (v8d){0};
+    for (int m = 0; m <= p; ++m) {
+        int t = TRI(m, m);
+        if (m > 0) {
+            int s = TRI(m - 1, m - 1);
+            double f = -0.5 / m;
+            re[t] = f * (re[s] * x + im[s] * y);
+            im[t] = f * (im[s] * x - re[s] * y);
+        }
+        v8d pr = {0}, pi = {0}, cr = re[t], ci = im[t];
+        for (int l = m; l < p; ++l) {
+            double inv = 1.0 / ((double)(l + 1) * (l + 1) - (double)m * m);
+            v8d a = (2 * l + 1) * z;
+            v8d nr = (a * cr - r2 * pr) * inv, ni = (a * ci - r2 * pi) * inv;
+            int u = TRI(l + 1, m);
+            re[u] = nr, im[u] = ni;
+            pr = cr, pi = ci, cr = nr, ci = ni;
+        }
+    }
+}
+
+static inline v8d load8(const double *v, long n, double fill) {
+    v8d r;
+    for (int k = 0; k < 8; ++k) r[k] = k < n ? v[k] : fill;
+    return r;
+}
+
+void harm_p2m(int p, double h, const double c[3], long n, const double *x, const double *y,
+              const double *z, const double *q, double *w) {
+    v8d re[PART_TRI], im[PART_TRI], acc[(PART_PMAX + 1) * (PART_PMAX + 1)];
+    const double ih = 1.0 / h;
+    const int nc = harm_ncoef(p);
+    for (int k = 0; k < nc; ++k) acc[k] = (v8d){0};
+    for (long i = 0; i < n; i += 8) {
+        long m8 = n - i;
+        /* padding lanes: at the centre with zero charge */
+        v8d X = (load8(x + i, m8, c[0]) - c[0]) * ih, Y = (load8(y + i, m8, c[1]) - c[1]) * ih;
+        v8d Z = (load8(z + i, m8, c[2]) - c[2]) * ih, Q = load8(q + i, m8, 0.0);
+        regular_tri_v(p, X, Y, Z, re, im);
+        for (int l = 0; l <= p; ++l) {
+            v8d *a = acc + l * l;
+            const v8d *r = re + TRI(l, 0), *s = im + TRI(l, 0);
+            a[0] += Q * r[0];
+            for (int m = 1; m <= l; ++m) a[2 * m - 1] += Q * r[m], a[2 * m] += Q * s[m];
+        }
+    }
+    for (int k = 0; k < nc; ++k) {
+        double t = 0;
+        for (int j = 0; j < 8; ++j) t += acc[k][j];
+        w[k] += t;
+    }
+}
+
 /* acc (real layout) += q * X (triangle) */
 static void accumulate(int p, double q, const double *re, const double *im, double *acc) {
     for (int l = 0; l <= p; ++l) {
@@ -101,15 +163,6 @@ static void accumulate(int p, double q, const double *re, const double *im, doub
             a[2 * m - 1] += q * r[m];
             a[2 * m] += q * i[m];
         }
-    }
-}
-
-void harm_p2m(int p, double h, const double c[3], long n, const double *x, const double *y,
-              const double *z, const double *q, double *w) {
-    double re[TRI_MAX], im[TRI_MAX], ih = 1.0 / h;
-    for (long i = 0; i < n; ++i) {
-        regular_tri(p, (x[i] - c[0]) * ih, (y[i] - c[1]) * ih, (z[i] - c[2]) * ih, re, im);
-        accumulate(p, q[i], re, im, w);
     }
 }
 
@@ -127,20 +180,23 @@ void harm_p2l(int p, double h, const double c[3], long n, const double *x, const
  * dR_lm/dx = (R_{l-1,m+1} - R_{l-1,m-1})/2, dR_lm/dy = i (R_{l-1,m+1} + R_{l-1,m-1})/2. */
 void harm_l2p(int p, double h, const double c[3], const double *u, long n, const double *x,
               const double *y, const double *z, double *phi, double *ex, double *ey, double *ez) {
-    double re[TRI_MAX], im[TRI_MAX], ih = 1.0 / h, ih2 = ih * ih;
-    for (long i = 0; i < n; ++i) {
-        regular_tri(p, (x[i] - c[0]) * ih, (y[i] - c[1]) * ih, (z[i] - c[2]) * ih, re, im);
-        double f = 0.0, dz = 0.0, sr = 0.0, si = 0.0; /* S- = sum u_lm R_{l-1,m-1} */
+    v8d re[PART_TRI], im[PART_TRI];
+    const double ih = 1.0 / h, ih2 = ih * ih;
+    for (long i = 0; i < n; i += 8) {
+        long m8 = n - i;
+        v8d X = (load8(x + i, m8, c[0]) - c[0]) * ih, Y = (load8(y + i, m8, c[1]) - c[1]) * ih;
+        v8d Z = (load8(z + i, m8, c[2]) - c[2]) * ih;
+        regular_tri_v(p, X, Y, Z, re, im);
+        v8d f = {0}, dz = {0}, sr = {0}, si = {0}; /* S- = sum u_lm R_{l-1,m-1} */
         for (int l = 0; l <= p; ++l) {
             const double *a = u + l * l;
-            const double *r = re + TRI(l, 0), *im_ = im + TRI(l, 0);
-            double fl = 0.0;
-            for (int m = 1; m <= l; ++m) fl += a[2 * m - 1] * r[m] - a[2 * m] * im_[m];
+            const v8d *r = re + TRI(l, 0), *s = im + TRI(l, 0);
+            v8d fl = {0};
+            for (int m = 1; m <= l; ++m) fl += a[2 * m - 1] * r[m] - a[2 * m] * s[m];
             f += a[0] * r[0] + 2.0 * fl;
             if (l == 0) continue;
-            const double *r1 = re + TRI(l - 1, 0), *i1 = im + TRI(l - 1, 0);
-            /* dz: sum_m u_lm R_{l-1,m} */
-            double dzl = 0.0;
+            const v8d *r1 = re + TRI(l - 1, 0), *i1 = im + TRI(l - 1, 0);
+            v8d dzl = {0};
             for (int m = 1; m <= l - 1; ++m) dzl += a[2 * m - 1] * r1[m] - a[2 * m] * i1[m];
             dz += a[0] * r1[0] + 2.0 * dzl;
             /* S-: sum_{m=1..l} u_lm R_{l-1,m-1} - sum_{n=0..l-2} conj(u_ln R_{l-1,n+1}) */
@@ -151,17 +207,17 @@ void harm_l2p(int p, double h, const double c[3], const double *u, long n, const
             }
             for (int m = 0; m <= l - 2; ++m) {
                 double ur = m == 0 ? a[0] : a[2 * m - 1], ui = m == 0 ? 0.0 : a[2 * m];
-                double pr = ur * r1[m + 1] - ui * i1[m + 1];
-                double pi = ur * i1[m + 1] + ui * r1[m + 1];
-                sr -= pr;
-                si += pi;
+                sr -= ur * r1[m + 1] - ui * i1[m + 1];
+                si += ur * i1[m + 1] + ui * r1[m + 1];
             }
         }
-        if (phi) phi[i] += f * ih;
-        if (ex) {
-            ex[i] += sr * ih2;
-            ey[i] += si * ih2;
-            ez[i] -= dz * ih2;
+        for (int k = 0; k < 8 && k < m8; ++k) {
+            if (phi) phi[i + k] += f[k] * ih;
+            if (ex) {
+                ex[i + k] += sr[k] * ih2;
+                ey[i + k] += si[k] * ih2;
+                ez[i + k] -= dz[k] * ih2;
+            }
         }
     }
 }
