@@ -252,7 +252,8 @@ TEST(M2LOperators, BatchedLevelMatchesDense) {
 }
 
 // Every leaf must account for every source exactly once: directly (U), by M2P (W), or
-// through the V and X lists of itself and its ancestors.
+// through the V and X lists of itself and its ancestors; periodic trees, for each of the 27
+// images of the cell (the images beyond go through the lattice operator).
 static void check_coverage(const octree &t) {
     for (int i = 0; i < t.nleaf; ++i) {
         int b = t.leaves[i];
@@ -263,7 +264,7 @@ static void check_coverage(const octree &t) {
         add(t.U, b);
         add(t.W, b);
         for (int a = b; a >= 0; a = t.box[a].parent) add(t.V, a), add(t.X, a);
-        ASSERT_EQ(tot, t.n) << "leaf " << b << " level " << t.box[b].level;
+        ASSERT_EQ(tot, t.periodic ? 27 * t.n : t.n) << "leaf " << b << " level " << t.box[b].level;
     }
 }
 
@@ -287,6 +288,21 @@ TEST(Octree, ListsCoverEverySourceOnce) {
             check_coverage(t);
             oct_free(&t);
         }
+    }
+}
+
+TEST(Octree, PeriodicListsCoverThe27ImagesOnce) {
+    std::mt19937_64 g(seed_from_env());
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    const long n = 5000;
+    std::vector<double> xyz(3 * n);
+    const double lo[3] = {0, 0, 0};
+    for (long i = 0; i < 3 * n; ++i) xyz[i] = i / 3 < n / 3 ? 0.1 * u(g) : u(g);
+    for (int depth : {-1, 0, 1, 3}) {
+        octree t;
+        ASSERT_EQ(oct_build(&t, n, xyz.data(), lo, 1.0, depth, 40, 1), 0);
+        check_coverage(t);
+        oct_free(&t);
     }
 }
 
