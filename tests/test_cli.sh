@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# test_cli.sh - the contract of the command-line front end `fmm coulomb`.
+#
+# usage: bash tests/test_cli.sh path/to/build/bin/fmm
+#
+# Good input runs, writes one line "phi Ex Ey Ez" per particle (input order) and prints
+# energy/order/depth/time_s (+ the errors with --reference) on stdout; every bad input exits
+# non-zero with exactly one line on stderr and no energy line on stdout.
+# Prints one PASS/FAIL line per case and, last, "N passed, M failed"; exits 1 if any failed.
+set -u
+
+FMM=${1:?usage: test_cli.sh path/to/fmm}
+if [ ! -x "$FMM" ]; then
+    echo "test_cli.sh: '$FMM' is not an executable" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/fmm_cli_test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+npass=0
+nfail=0
+pass() {
+    echo "PASS $1"
+    npass=$((npass + 1))
+}
+fail() {
+    echo "FAIL $1: $2"
+    nfail=$((nfail + 1))
+    if [ -s "$tmp/stderr" ]; then sed 's/^/    stderr: /' "$tmp/stderr" | head -5; fi
+}
+
+# run ARGS...: runs fmm, leaves stdout/stderr in $tmp/stdout, $tmp/stderr and the status in $rc
+rc=0
+run() {
+    "$FMM" "$@" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null
+    rc=$?
+}
+# number of lines, counting a last line without a newline
+nlines() { awk 'END { print NR }' "$1"; }
+# value of the stdout line "KEY value"
+value() { awk -v k="$1" '$1 == k { print $2; exit }' "$tmp/stdout"; }
+# awk numeric test: is_true 'EXPR' (variables a, b passed as -v)
+is_le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 == a && a <= b) }'; }
+
+# expect_bad NAME ARGS...: non-zero exit (not a crash), one stderr line, no energy line
+expect_bad() {
+    local name=$1
+    shift
+    run "$@"
+    local ne
+    ne=$(nlines "$tmp/stderr")
+    if [ "$rc" -eq 0 ]; then
+        fail "$name" "exit status 0, expected non-zero"
+    elif [ "$rc" -ge 124 ]; then
+        fail "$name" "exit status $rc (crash, signal or timeout)"
+    elif [ "$ne" -ne 1 ]; then
+        fail "$name" "$ne lines on stderr, expected exactly 1"
+    elif grep -q '^energy' "$tmp/stdout"; then
+        fail "$name" "stdout has an energy line"
+    else
+        pass "$name"
+    fi
+}
+
+# ---------------------------------------------------------------------------------------
+# input files
+good="$tmp/good.txt"
+N=3000
+awk -v n=$N 'BEGIN {
+    srand(20240601);
+    print "# x y z q: a small random system";
+    print "";
+    s = 0;
+    for (i = 0; i < n; i++) {
+        q = (i < n - 1) ? 2 * rand() - 1 : -s;   # neutral
+        s += q;
+        printf "%.17g %.17g %.17g %.17g\n", rand(), rand(), rand(), q;
+        if (i == 1000) { print ""; print "# a comment in the middle"; }
+    }
+}' >"$good"
+two="$tmp/two.txt"
+printf '0 0 0 1\n1 0 0 -1\n' >"$two"
+formats="$tmp/formats.txt"
+printf '1.5e-1 +2.5E-01 .75 -0.3\n\t0.5   0.25\t1e0 3e-1\n#\n-1 -2 -3 0\n' >"$formats"
+empty="$tmp/empty.txt"
+: >"$empty"
+comments="$tmp/comments.txt"
+printf '# nothing here\n\n# really\n' >"$comments"
+three_nums="$tmp/three.txt"
+printf '0 0 0 1\n1 0 0\n0 1 0 1\n' >"$three_nums"
+five_nums="$tmp/five.txt"
+printf '0 0 0 1\n1 0 0 -1 7\n' >"$five_nums"
+word="$tmp/word.txt"
+printf '0 0 0 1\n1 zero 0 -1\n' >"$word"
+nan="$tmp/nan.txt"
+printf '0 0 0 1\n1 nan 0 -1\n' >"$nan"
+inf="$tmp/inf.txt"
+printf '0 0 0 1\n1 0 0 inf\n' >"$inf"
+coincident="$tmp/coincident.txt"
+printf '0.1 0.2 0.3 1\n0.5 0.5 0.5 -2\n0.1 0.2 0.3 1\n' >"$coincident"
+
+# ---------------------------------------------------------------------------------------
+# help
+run --help
+if [ "$rc" -eq 0 ] && [ -s "$tmp/stdout" ]; then pass "fmm --help"; else fail "fmm --help" "exit $rc"; fi
+run coulomb --help
+if [ "$rc" -eq 0 ] && grep -q -- '--in' "$tmp/stdout"; then
+    pass "fmm coulomb --help"
+else
+    fail "fmm coulomb --help" "exit $rc or no --in in the help text"
+fi
+
+# ---------------------------------------------------------------------------------------
+# a good run with --out and --reference
+name="good input: run, --out, --reference (N = $N)"
+run coulomb --in "$good" --out "$tmp/out.txt" --tolerance 1e-6 --reference
+if [ "$rc" -ne 0 ]; then
+    fail "$name" "exit $rc"
+else
+    pass "$name"
+    name="good input: stderr is empty"
+    if [ -s "$tmp/stderr" ]; then fail "$name" "stderr not empty"; else pass "$name"; fi
+
+    name="good input: output has one line of 4 numbers per particle"
+    bad=$(awk 'NF != 4 { print "line " NR ": " NF " fields"; exit }
+               { for (k = 1; k <= 4; k++) if ($k !~ /^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$/) { print "line " NR ": not a number: " $k; exit } }' "$tmp/out.txt")
+    nl=$(nlines "$tmp/out.txt")
+    if [ "$nl" -ne $N ]; then
+        fail "$name" "$nl lines, expected $N"
+    elif [ -n "$bad" ]; then
+        fail "$name" "$bad"
+    else
+        pass "$name"
+    fi
+
+    name="good input: stdout has energy, order, depth, time_s"
+    e=$(value energy) p=$(value order) d=$(value depth) t=$(value time_s)
+    if awk -v e="$e" -v p="$p" -v d="$d" -v t="$t" 'BEGIN {
+            num = "^[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?$";
+            exit !(e ~ num && p ~ /^[0-9]+$/ && p >= 1 && p <= 30 && d ~ /^[0-9]+$/ && t ~ num && t >= 0) }'; then
+        pass "$name"
+    else
+        fail "$name" "energy='$e' order='$p' depth='$d' time_s='$t'"
+    fi
+
+    name="good input: --reference errors (phi <= 1e-6, field <= 1e-3)"
+    ep=$(value rel_l2_error_phi) ef=$(value rel_rms_error_field)
+    if is_le "$ep" 1e-6 && is_le "$ef" 1e-3; then
+        pass "$name"
+    else
+        fail "$name" "rel_l2_error_phi='$ep' rel_rms_error_field='$ef'"
+    fi
+
+    name="good input: energy = 1/2 sum q phi of the output file"
+    if grep -v '^#' "$good" | awk 'NF == 4 { print $4 }' | paste -d' ' - "$tmp/out.txt" |
+        awk -v e="$e" '{ u += 0.5 * $1 * $2; s += 0.5 * ($1 * $2 < 0 ? -$1 * $2 : $1 * $2) }
+                       END { d = u - e; if (d < 0) d = -d; exit !(NR > 0 && d <= 1e-12 * s) }'; then
+        pass "$name"
+    else
+        fail "$name" "energy $e does not match the output file"
+    fi
+fi
+
+# ---------------------------------------------------------------------------------------
+# two charges: phi = (-1, 1), E = (1,0,0) at both, energy -1
+name="two charges: analytic values in input order"
+run coulomb --in "$two" --out "$tmp/two.out"
+if [ "$rc" -ne 0 ]; then
+    fail "$name" "exit $rc"
+elif awk -v e="$(value energy)" '
+        function near(a, b) { return (a - b) * (a - b) <= 1e-24 }
+        NR == 1 { ok1 = near($1, -1) && near($2, 1) && near($3, 0) && near($4, 0) }
+        NR == 2 { ok2 = near($1, 1) && near($2, 1) && near($3, 0) && near($4, 0) }
+        END { exit !(NR == 2 && ok1 && ok2 && near(e, -1)) }' "$tmp/two.out"; then
+    pass "$name"
+else
+    fail "$name" "got $(tr '\n' ';' <"$tmp/two.out") energy $(value energy)"
+fi
+
+name="number formats, tabs and a bare '#' line"
+run coulomb --in "$formats" --out "$tmp/formats.out"
+if [ "$rc" -eq 0 ] && [ "$(nlines "$tmp/formats.out")" -eq 3 ]; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, $(nlines "$tmp/formats.out") output lines (want 3)"
+fi
+
+name="options --order 6 --depth 2 --threads 1 are applied"
+run coulomb --in "$good" --order 6 --depth 2 --threads 1
+if [ "$rc" -eq 0 ] && [ "$(value order)" = 6 ] && [ "$(value depth)" = 2 ]; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, order '$(value order)', depth '$(value depth)'"
+fi
+
+name="--box 1 with all particles inside"
+run coulomb --in "$good" --box 1 --reference
+if [ "$rc" -eq 0 ] && is_le "$(value rel_l2_error_phi)" 1e-6; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, rel_l2_error_phi '$(value rel_l2_error_phi)'"
+fi
+
+name="stdout without --out has no per-particle lines"
+run coulomb --in "$good"
+if [ "$rc" -eq 0 ] && [ "$(nlines "$tmp/stdout")" -lt 20 ]; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, $(nlines "$tmp/stdout") stdout lines"
+fi
+
+# ---------------------------------------------------------------------------------------
+# bad input: non-zero exit, one line on stderr, no energy line
+expect_bad "missing input file" coulomb --in "$tmp/does_not_exist.txt"
+expect_bad "empty input file" coulomb --in "$empty"
+expect_bad "input with only comments" coulomb --in "$comments"
+expect_bad "a line with 3 numbers" coulomb --in "$three_nums"
+expect_bad "a line with 5 numbers" coulomb --in "$five_nums"
+expect_bad "a word instead of a number" coulomb --in "$word"
+expect_bad "a NaN coordinate" coulomb --in "$nan"
+expect_bad "an Inf charge" coulomb --in "$inf"
+expect_bad "two coincident particles" coulomb --in "$coincident"
+expect_bad "unknown option" coulomb --in "$good" --frobnicate 3
+expect_bad "unknown option at the end" coulomb --in "$good" --frobnicate
+expect_bad "missing value of --in" coulomb --in
+expect_bad "missing value of --tolerance" coulomb --in "$good" --tolerance
+expect_bad "no --in" coulomb --tolerance 1e-6
+expect_bad "--tolerance 0" coulomb --in "$good" --tolerance 0
+expect_bad "--tolerance 1e-20" coulomb --in "$good" --tolerance 1e-20
+expect_bad "--tolerance abc" coulomb --in "$good" --tolerance abc
+expect_bad "--order 99" coulomb --in "$good" --order 99
+expect_bad "--order -1" coulomb --in "$good" --order -1
+expect_bad "--order 2.5" coulomb --in "$good" --order 2.5
+expect_bad "--depth 21" coulomb --in "$good" --depth 21
+expect_bad "--depth 4294967296 (does not fit an int)" coulomb --in "$good" --depth 4294967296
+expect_bad "--threads -1" coulomb --in "$good" --threads -1
+expect_bad "--box 0.5 with particles outside it" coulomb --in "$good" --box 0.5
+expect_bad "--box -1" coulomb --in "$good" --box -1
+expect_bad "--out into a missing directory" coulomb --in "$good" --out "$tmp/no/such/dir/out.txt"
+expect_bad "unknown command" frobnicate --in "$good"
+
+name="no arguments at all"
+run
+if [ "$rc" -ne 0 ] && [ "$rc" -lt 124 ]; then pass "$name"; else fail "$name" "exit $rc"; fi
+
+echo "$npass passed, $nfail failed"
+[ "$nfail" -eq 0 ]
