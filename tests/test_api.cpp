@@ -220,10 +220,12 @@ TEST(Makeplan, Tolerance) {
         o.tolerance = t;
         expect_makeplan_fails(o, nullptr, FMM_ERR_TOLERANCE, ("tolerance " + std::to_string(t)).c_str());
     }
+    o.order = 4; // (a forced low order keeps the plans cheap; the range check is the same)
     for (double t : {FMM_TOL_MIN, 1e-9, 1e-6, FMM_TOL_MAX}) {
         o.tolerance = t;
         expect_makeplan_ok(o, nullptr, ("tolerance " + std::to_string(t)).c_str());
     }
+    o.order = 0;
     o.tolerance = 1e-5;
     Plan good(o);
     ASSERT_EQ(good.rc, FMM_OK);
@@ -741,7 +743,7 @@ TEST(Execute, RepeatedWithNewCharges) {
 }
 
 TEST(Execute, ThreadCountIndependent) {
-    System s = uniform(6000, 11);
+    System s = uniform(5000, 11);
     for (int depth : {-1, 3}) {
         SCOPED_TRACE("depth " + std::to_string(depth));
         Out res[2];
@@ -749,7 +751,6 @@ TEST(Execute, ThreadCountIndependent) {
             fmm_opts o = defaults();
             o.threads = t;
             o.depth = depth;
-            o.tolerance = 1e-8;
             Plan p(o);
             ASSERT_EQ(p.rc, FMM_OK);
             ASSERT_EQ(fmm_setpts(p.p, s.n, s.xyz.data()), FMM_OK);
@@ -778,7 +779,6 @@ TEST(Execute, InputOrderIndependent) {
         SCOPED_TRACE("depth " + std::to_string(depth));
         fmm_opts o = defaults();
         o.depth = depth;
-        o.tolerance = 1e-8;
         Plan p(o);
         ASSERT_EQ(p.rc, FMM_OK);
         Out a, b;
@@ -828,29 +828,32 @@ TEST(Execute, TwoParticlesAnalytic) {
     const double x1[3] = {0.1, 0.2, 0.3}, d[3] = {0.3, -0.4, 1.2}; // |d| = 1.3
     const double xyz[6] = {x1[0], x1[1], x1[2], x1[0] + d[0], x1[1] + d[1], x1[2] + d[2]};
     const double r = 1.3;
+    // depth -1 and 0: both particles share a leaf, so the values are exact to round-off;
+    // depth 4: they interact through expansions, so to the tolerance 1e-8
     for (int depth : {-1, 0, 4}) {
         SCOPED_TRACE("depth " + std::to_string(depth));
         fmm_opts o = defaults();
-        o.tolerance = 1e-12;
+        o.tolerance = 1e-8;
         o.depth = depth;
+        const double tol = depth == 4 ? o.tolerance : 1e-14;
         Plan p(o);
         ASSERT_EQ(p.rc, FMM_OK);
         ASSERT_EQ(fmm_setpts(p.p, 2, xyz), FMM_OK);
-        double phi[2], f[6], U, W[9];
-        ASSERT_EQ(fmm_execute(p.p, q, phi, f, &U, W), FMM_OK);
-        const double tol = 1e-12;
-        EXPECT_NEAR(phi[0], q[1] / r, tol * std::fabs(q[1] / r));
-        EXPECT_NEAR(phi[1], q[0] / r, tol * std::fabs(q[0] / r));
-        for (int k = 0; k < 3; k++) {
-            double e1 = q[1] * (-d[k]) / (r * r * r), e2 = q[0] * d[k] / (r * r * r);
-            EXPECT_NEAR(f[k], e1, 1e-10 * std::fabs(q[1]) / (r * r)) << k;
-            EXPECT_NEAR(f[3 + k], e2, 1e-10 * std::fabs(q[0]) / (r * r)) << k;
-        }
-        EXPECT_NEAR(U, q[0] * q[1] / r, tol * std::fabs(q[0] * q[1] / r));
+        std::vector<double> phi(2), f(6);
+        double U;
+        std::array<double, 9> W;
+        ASSERT_EQ(fmm_execute(p.p, q, phi.data(), f.data(), &U, W.data()), FMM_OK);
+        const double r3 = r * r * r;
+        const std::vector<double> phi_want = {q[1] / r, q[0] / r};
+        std::vector<double> f_want(6);
+        std::array<double, 9> W_want;
+        for (int k = 0; k < 3; k++) f_want[k] = q[1] * (-d[k]) / r3, f_want[3 + k] = q[0] * d[k] / r3;
         for (int a = 0; a < 3; a++)
-            for (int b = 0; b < 3; b++)
-                EXPECT_NEAR(W[3 * a + b], q[0] * q[1] * d[a] * d[b] / (r * r * r), 1e-10 * std::fabs(U))
-                    << a << b;
+            for (int b = 0; b < 3; b++) W_want[3 * a + b] = q[0] * q[1] * d[a] * d[b] / r3;
+        EXPECT_LE(rel_err(phi, phi_want), tol) << phi[0] << " " << phi[1];
+        EXPECT_LE(rel_err(f, f_want), 100 * tol);
+        EXPECT_NEAR(U, q[0] * q[1] / r, tol * std::fabs(q[0] * q[1] / r));
+        EXPECT_LE(rel_err9(W, W_want), 100 * tol);
     }
 }
 
@@ -875,7 +878,7 @@ TEST(Execute, OpenBoundaryVirial) {
     for (int depth : {-1, 3}) {
         SCOPED_TRACE("depth " + std::to_string(depth));
         fmm_opts o = defaults();
-        o.tolerance = 1e-8;
+        o.tolerance = 1e-7;
         o.depth = depth;
         Plan p(o);
         ASSERT_EQ(p.rc, FMM_OK);
