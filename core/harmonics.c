@@ -222,6 +222,36 @@ void harm_l2p(int p, double h, const double c[3], const double *u, long n, const
     }
 }
 
+void harm_local_force(int p, double h, const double *u, long ustride, const double *w, double F[3]) {
+    double wr[PART_TRI], wi[PART_TRI];
+    for (int l = 0; l <= p; ++l)
+        for (int m = 0; m <= l; ++m) {
+            wr[TRI(l, m)] = w[harm_re(l, m)];
+            wi[TRI(l, m)] = m ? w[harm_im(l, m)] : 0.0;
+        }
+    double dz = 0, sr = 0, si = 0;
+    for (int l = 1; l <= p; ++l) {
+        const double *r1 = wr + TRI(l - 1, 0), *i1 = wi + TRI(l - 1, 0);
+#define U(k) u[(size_t)(l * l + (k)) * ustride]
+        double dzl = 0;
+        for (int m = 1; m <= l - 1; ++m) dzl += U(2 * m - 1) * r1[m] - U(2 * m) * i1[m];
+        dz += U(0) * r1[0] + 2.0 * dzl;
+        for (int m = 1; m <= l; ++m) {
+            double ur = U(2 * m - 1), ui = U(2 * m);
+            sr += ur * r1[m - 1] - ui * i1[m - 1];
+            si += ur * i1[m - 1] + ui * r1[m - 1];
+        }
+        for (int m = 0; m <= l - 2; ++m) {
+            double ur = m == 0 ? U(0) : U(2 * m - 1), ui = m == 0 ? 0.0 : U(2 * m);
+            sr -= ur * r1[m + 1] - ui * i1[m + 1];
+            si += ur * i1[m + 1] + ui * r1[m + 1];
+        }
+#undef U
+    }
+    double ih2 = 1.0 / (h * h);
+    F[0] = sr * ih2, F[1] = si * ih2, F[2] = -dz * ih2;
+}
+
 /* Multipole at a point: phi = sum w_lm I_lm(v); dI_lm/dz = -I_{l+1,m},
  * (d/dx + i d/dy) I_lm = I_{l+1,m+1}. */
 void harm_m2p(int p, double h, const double c[3], const double *w, long n, const double *x,

@@ -44,6 +44,11 @@ void harm_p2l(int p, double h, const double c[3], long n, const double *x, const
 void harm_l2p(int p, double h, const double c[3], const double *u, long n, const double *x,
               const double *y, const double *z, double *phi, double *ex, double *ey, double *ez);
 
+/* Total force sum_i q_i E(x_i) that a scaled local expansion u (coefficient k at
+ * u[k * ustride]) exerts on the charges whose scaled multipole about the same centre, in the
+ * same box of side h, is w: the L2P gradient contracted with the multipole. */
+void harm_local_force(int p, double h, const double *u, long ustride, const double *w, double F[3]);
+
 /* Evaluate a scaled multipole w about c at n points (they must be well outside). */
 void harm_m2p(int p, double h, const double c[3], const double *w, long n, const double *x,
               const double *y, const double *z, double *phi, double *ex, double *ey, double *ez);

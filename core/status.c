@@ -18,7 +18,7 @@ const char *fmm_strerror(int status) {
     case FMM_ERR_DEVICE: return "requested device not available in this build";
     case FMM_ERR_THREADS: return "thread count must be >= 0";
     case FMM_ERR_BOUNDARY: return "invalid boundary option, or vacuum boundary with a net charge";
-    case FMM_ERR_UNSUPPORTED: return "not supported yet: the virial of a periodic system";
+    case FMM_ERR_UNSUPPORTED: return "not supported yet: periodic virial with a net charge or the vacuum boundary";
     default: return "unknown status code";
     }
 }

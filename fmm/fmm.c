@@ -27,6 +27,9 @@ struct fmm_plan {
     double *tr_mem; /* storage behind m2m and l2l */
     int *zoff;
     double *lattice;   /* periodic: far images as one root M2L, [ncoef][ncoef] (unit cube) */
+    double *vtab;      /* periodic virial: strain derivatives of the lattice sums, built on demand */
+    int virial;        /* this evaluation also gathers the forces per periodic image */
+    double fshift[81]; /* [27][3] total force on the cell from the sources of each image */
     double *bg;        /* periodic: multipole of a unit charge spread over the unit cube */
     int have_pts;
     octree tree;
@@ -72,7 +75,7 @@ void fmm_destroy(fmm_plan *P) {
     if (!P) return;
     free_points(P);
     m2l_operators_free(&P->ops);
-    free(P->tr_mem), free(P->zoff), free(P->lattice), free(P->bg);
+    free(P->tr_mem), free(P->zoff), free(P->lattice), free(P->bg), free(P->vtab);
     free(P);
 }
 
@@ -335,22 +338,34 @@ static int interactions(fmm_plan *P) {
         free(wn);
     }
     for (int l = 1; l <= t->depth; ++l) {
-        int rc = m2l_cpu_level(&P->ops, t, l, P->W, P->U);
+        int rc = m2l_cpu_level(&P->ops, t, l, P->W, P->U, P->virial ? P->fshift : NULL);
         if (rc) return rc;
     }
     /* X list: particles of coarser leaves straight into the local expansion */
-#pragma omp parallel for schedule(dynamic, 16)
+    double fs[81] = {0};
+#pragma omp parallel for schedule(dynamic, 16) reduction(+ : fs[:81])
     for (int b = 0; b < t->nbox; ++b) {
         const oct_box *B = &t->box[b];
+        double tmp[1024];
         for (long e = t->X.start[b]; e < t->X.start[b + 1]; ++e) {
             const oct_box *C = &t->box[t->X.box[e]];
-            double s[3], c[3];
-            image_shift(t, t->X.aux[e], s);
+            double s[3], c[3], h = box_side(t, B->level);
+            int code = t->X.aux[e], tag = P->virial && code != OCT_NOSHIFT;
+            image_shift(t, code, s);
             for (int d = 0; d < 3; ++d) c[d] = B->c[d] - s[d];
-            harm_p2l(P->p, box_side(t, B->level), c, C->end - C->begin, t->x + C->begin,
-                     t->y + C->begin, t->z + C->begin, P->q + C->begin, P->U + (size_t)b * np);
+            double *u = tag ? tmp : P->U + (size_t)b * np;
+            if (tag) memset(tmp, 0, sizeof(double) * np);
+            harm_p2l(P->p, h, c, C->end - C->begin, t->x + C->begin, t->y + C->begin,
+                     t->z + C->begin, P->q + C->begin, u);
+            if (tag) {
+                double F[3];
+                harm_local_force(P->p, h, tmp, 1, P->W + (size_t)b * np, F);
+                for (int a = 0; a < 3; ++a) fs[3 * code + a] += F[a];
+                for (int k = 0; k < np; ++k) P->U[(size_t)b * np + k] += tmp[k];
+            }
         }
     }
+    for (int k = 0; k < 81; ++k) P->fshift[k] += fs[k];
     return FMM_OK;
 }
 
@@ -362,10 +377,23 @@ static int downward(fmm_plan *P) {
     return FMM_OK;
 }
 
-static void leaves(fmm_plan *P) {
+/* Near field of image sources kept apart (virial): evaluate into scratch, add, and record the
+ * total force q.E on the leaf's charges under the image's shift code. */
+static void tagged_add(long m, const double *q, double *buf, double *phi, double *ex, double *ey,
+                       double *ez, double *fs, int code) {
+    double *bp = buf, *bx = buf + m, *by = buf + 2 * m, *bz = buf + 3 * m;
+    for (long i = 0; i < m; ++i) {
+        phi[i] += bp[i], ex[i] += bx[i], ey[i] += by[i], ez[i] += bz[i];
+        fs[3 * code] += q[i] * bx[i], fs[3 * code + 1] += q[i] * by[i], fs[3 * code + 2] += q[i] * bz[i];
+    }
+}
+
+static int leaves(fmm_plan *P) {
     const octree *t = &P->tree;
     const int np = P->npad;
-#pragma omp parallel for schedule(dynamic, 4)
+    double fs[81] = {0};
+    int fail = 0;
+#pragma omp parallel for schedule(dynamic, 4) reduction(+ : fs[:81]) reduction(| : fail)
     for (int i = 0; i < t->nleaf; ++i) {
         int b = t->leaves[i];
         const oct_box *B = &t->box[b];
@@ -377,22 +405,38 @@ static void leaves(fmm_plan *P) {
         if (B->level >= 2 || t->periodic)
             harm_l2p(P->p, box_side(t, B->level), B->c, P->U + (size_t)b * np, m, x, y, z, phi, ex,
                      ey, ez);
+        double *buf = P->virial ? calloc(4 * (size_t)m, sizeof(double)) : NULL;
+        if (P->virial && !buf) {
+            fail = 1;
+            continue;
+        }
+        double *bp = buf, *bx = buf + m, *by = buf + 2 * m, *bz = buf + 3 * m;
+        const double *qs = P->q + s0;
         for (long e = t->W.start[b]; e < t->W.start[b + 1]; ++e) {
             const oct_box *C = &t->box[t->W.box[e]];
             double s[3], c[3];
-            image_shift(t, t->W.aux[e], s);
+            int code = t->W.aux[e], tag = buf && code != OCT_NOSHIFT;
+            image_shift(t, code, s);
             for (int d = 0; d < 3; ++d) c[d] = C->c[d] + s[d];
+            if (tag) memset(buf, 0, sizeof(double) * 4 * m);
             harm_m2p(P->p, box_side(t, C->level), c, P->W + (size_t)t->W.box[e] * np, m, x, y, z,
-                     phi, ex, ey, ez);
+                     tag ? bp : phi, tag ? bx : ex, tag ? by : ey, tag ? bz : ez);
+            if (tag) tagged_add(m, qs, buf, phi, ex, ey, ez, fs, code);
         }
         for (long e = t->U.start[b]; e < t->U.start[b + 1]; ++e) {
             const oct_box *C = &t->box[t->U.box[e]];
             double s[3];
-            image_shift(t, t->U.aux[e], s);
+            int code = t->U.aux[e], tag = buf && code != OCT_NOSHIFT;
+            image_shift(t, code, s);
+            if (tag) memset(buf, 0, sizeof(double) * 4 * m);
             p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin, t->z + C->begin,
-                P->q + C->begin, s, phi, ex, ey, ez);
+                P->q + C->begin, s, tag ? bp : phi, tag ? bx : ex, tag ? by : ey, tag ? bz : ez);
+            if (tag) tagged_add(m, qs, buf, phi, ex, ey, ez, fs, code);
         }
+        free(buf);
     }
+    for (int k = 0; k < 81; ++k) P->fshift[k] += fs[k];
+    return fail ? FMM_ERR_NOMEM : FMM_OK;
 }
 
 /* Periodic cube: from the cube-ordered lattice sum of the neutralised cell to Ewald's
@@ -428,11 +472,70 @@ static void periodic_corrections(fmm_plan *P) {
     }
 }
 
+/* Periodic virial (tin-foil, neutral; recipe 5, lattice-sum form):
+ *   W = sym[sum_i F_i (x) Y_i - 1/2 sum_n F_(0<-n) (x) nL] + W_lat,
+ * F_(0<-n) the total force of image n (|n|_inf <= 1) on the cell, gathered through the tree;
+ * W_lat = -1/(2L) Re sum_LM V_LM C_LM - (2 pi / 3V)|D|^2 I with C_LM = sum (-1)^j w_lm w_jk
+ * over (lm) + (jk) = (LM) of the scaled root multipole, V the strain derivatives of the
+ * lattice sums. */
+static void periodic_virial(const fmm_plan *P, double *Wout) {
+    const octree *t = &P->tree;
+    const double L = t->side, V = L * L * L, pi = 3.14159265358979323846, *c = t->box[0].c;
+    const int p = P->p, n2 = harm_ncoef(2 * p);
+    double W[9] = {0}, D[3] = {0, 0, 0};
+    for (long i = 0; i < t->n; ++i) {
+        const double F[3] = {P->q[i] * P->ex[i], P->q[i] * P->ey[i], P->q[i] * P->ez[i]};
+        const double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
+        for (int a = 0; a < 3; ++a) {
+            D[a] += P->q[i] * Y[a];
+            for (int b = 0; b < 3; ++b) W[3 * a + b] += F[a] * Y[b];
+        }
+    }
+    for (int code = 0; code < 27; ++code) {
+        int s[3];
+        oct_shift_vec(code, s);
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) W[3 * a + b] -= 0.5 * P->fshift[3 * code + a] * s[b] * L;
+    }
+    /* C_LM from the full complex root multipole (charge term 0: neutral cell) */
+    double wr[31 * 31], wi[31 * 31];
+    const double *w = P->W;
+    for (int l = 0; l <= p; ++l)
+        for (int m = 0; m <= l; ++m) {
+            double re = l ? w[harm_re(l, m)] : 0.0, im = m ? w[harm_im(l, m)] : 0.0, sg = m & 1 ? -1 : 1;
+            wr[harm_full(l, m)] = re, wi[harm_full(l, m)] = im;
+            wr[harm_full(l, -m)] = sg * re, wi[harm_full(l, -m)] = -sg * im;
+        }
+    double *cr = calloc(2 * (size_t)n2, sizeof(double));
+    if (cr) {
+        double *ci = cr + n2;
+        for (int l = 1; l <= p; ++l)
+            for (int j = 1; j <= p; ++j)
+                for (int m = -l; m <= l; ++m)
+                    for (int k = -j; k <= j; ++k) {
+                        int a = harm_full(l, m), b = harm_full(j, k), o = harm_full(l + j, m + k);
+                        double sg = j & 1 ? -1.0 : 1.0;
+                        cr[o] += sg * (wr[a] * wr[b] - wi[a] * wi[b]);
+                        ci[o] += sg * (wr[a] * wi[b] + wi[a] * wr[b]);
+                    }
+        for (int ab = 0; ab < 9; ++ab) {
+            const double *vr = P->vtab + (size_t)ab * n2, *vi = P->vtab + (size_t)(9 + ab) * n2;
+            double sum = 0;
+            for (int k = 0; k < n2; ++k) sum += vr[k] * cr[k] - vi[k] * ci[k];
+            W[ab] += -0.5 / L * sum;
+        }
+        free(cr);
+    }
+    const double dd = 2 * pi / (3 * V) * (D[0] * D[0] + D[1] * D[1] + D[2] * D[2]);
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b)
+            Wout[3 * a + b] = 0.5 * (W[3 * a + b] + W[3 * b + a]) - (a == b ? dd : 0.0);
+}
+
 int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy,
                 double *virial) {
     if (!P || !q) return FMM_ERR_ARG;
     if (!P->have_pts) return FMM_ERR_NOPTS;
-    if (virial && P->opts.periodic) return FMM_ERR_UNSUPPORTED;
     const octree *t = &P->tree;
     const long n = t->n;
     double Q = 0, Qabs = 0;
@@ -440,9 +543,22 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
         if (!isfinite(q[i])) return FMM_ERR_NONFINITE;
         Q += q[i], Qabs += fabs(q[i]);
     }
+    const int charged = fabs(Q) > 1e-12 * Qabs;
     /* vacuum (dipole) boundary diverges for a charged cell */
-    if (P->opts.periodic && P->opts.boundary == FMM_BOUNDARY_VACUUM && fabs(Q) > 1e-12 * Qabs)
-        return FMM_ERR_BOUNDARY;
+    if (P->opts.periodic && P->opts.boundary == FMM_BOUNDARY_VACUUM && charged) return FMM_ERR_BOUNDARY;
+    /* the periodic virial is derived (and verified) for neutral cells with tin-foil only */
+    P->virial = virial && P->opts.periodic;
+    if (P->virial && (charged || P->opts.boundary != FMM_BOUNDARY_TINFOIL)) return FMM_ERR_UNSUPPORTED;
+    if (P->virial && !P->vtab) {
+        int n2 = harm_ncoef(2 * P->p);
+        P->vtab = malloc(sizeof(double) * 18 * (size_t)n2);
+        if (!P->vtab || pbc_virial_tables(2 * P->p, P->vtab, P->vtab + 9 * (size_t)n2)) {
+            free(P->vtab);
+            P->vtab = NULL;
+            return FMM_ERR_NOMEM;
+        }
+    }
+    memset(P->fshift, 0, sizeof P->fshift);
     int saved = omp_get_max_threads();
     if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
 #pragma omp parallel for schedule(static)
@@ -450,8 +566,8 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     int rc = upward(P);
     if (rc == FMM_OK) rc = interactions(P);
     if (rc == FMM_OK) rc = downward(P);
+    if (rc == FMM_OK) rc = leaves(P);
     if (rc == FMM_OK) {
-        leaves(P);
         if (t->periodic) periodic_corrections(P);
         double U = 0.0, Wv[9] = {0};
         const double *c = t->box[0].c;
@@ -463,7 +579,9 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
             U += 0.5 * P->q[i] * P->phi[i];
         }
         if (energy) *energy = U;
-        if (virial) {
+        if (virial && t->periodic) {
+            periodic_virial(P, virial);
+        } else if (virial) {
             /* open boundary: W_ab = sum_i q_i E_i,a (x_i - c)_b, symmetrised */
             for (long i = 0; i < n; ++i) {
                 const double E[3] = {P->ex[i], P->ey[i], P->ez[i]};

@@ -43,7 +43,7 @@ enum fmm_status {
     FMM_ERR_DEVICE,     /* requested device not available in this build */
     FMM_ERR_THREADS,    /* negative thread count */
     FMM_ERR_BOUNDARY,   /* boundary option invalid, or vacuum with net charge */
-    FMM_ERR_UNSUPPORTED, /* valid request this version cannot do yet (periodic virial) */
+    FMM_ERR_UNSUPPORTED, /* not available yet: periodic virial of a charged cell or vacuum */
     FMM_STATUS_COUNT
 };
 
@@ -94,7 +94,9 @@ int fmm_setpts(fmm_plan *plan, long n, const double *xyz);
 
 /* q: n charges in the caller's order. phi (n), field (3n, -grad phi interleaved),
  * energy (1) and virial (9, row-major W_ab = -dU/d eps_ab) may each be NULL.
- * The virial is available for the open boundary only (periodic: FMM_ERR_UNSUPPORTED). */
+ * Periodic boxes: the virial is available for neutral cells with the tin-foil boundary
+ * (FMM_ERR_UNSUPPORTED otherwise); the first such call builds the strain derivatives of the
+ * lattice sums (about a second at order 16). */
 int fmm_execute(fmm_plan *plan, const double *q, double *phi, double *field, double *energy,
                 double *virial);
 

@@ -3,13 +3,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/harmonics.h"
 #include "core/panel.h"
 #include "fmm.h"
 
 #define CHUNK 32 /* target boxes per task */
 
+/* image shift code of a V entry: source + shift * 2^level = target + offset */
+static int v_shift(const octree *t, int level, int tgt, int src, int offset) {
+    int d[3] = {offset % 7 - 3, (offset / 7) % 7 - 3, offset / 49 - 3}, code = 0, mul = 1;
+    for (int a = 0; a < 3; ++a, mul *= 3)
+        code += mul * ((t->box[tgt].ix[a] + d[a] - t->box[src].ix[a]) / (1 << level) + 1);
+    return code;
+}
+
 int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const double *W,
-                  double *U) {
+                  double *U, double *fshift) {
     const int np = ops->npad;
     const int b0 = t->level_start[level], b1 = t->level_start[level + 1];
     const oct_list *V = &t->V;
@@ -20,6 +29,9 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
         long cap = 0;
         int *src = NULL, *tgt = NULL;
         unsigned char *flg = NULL;
+        unsigned short *off = NULL;
+        double fl[27][3] = {{0}};
+        const double h = t->side / (double)(1 << level);
         /* panels: row k holds coefficient k of NB translations; padding rows stay zero */
         double *B = aligned_alloc(64, sizeof(double) * (size_t)PANEL_NB * np);
         double *C = aligned_alloc(64, sizeof(double) * (size_t)PANEL_NB * np);
@@ -35,11 +47,12 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
             if (total == 0) continue;
             if (total > cap) {
                 cap = total;
-                free(src), free(tgt), free(flg);
+                free(src), free(tgt), free(flg), free(off);
                 src = malloc(sizeof(int) * cap);
                 tgt = malloc(sizeof(int) * cap);
                 flg = malloc(cap);
-                if (!src || !tgt || !flg) {
+                off = malloc(sizeof(unsigned short) * cap);
+                if (!src || !tgt || !flg || !off) {
                     fail = 1, cap = 0;
                     continue;
                 }
@@ -56,6 +69,7 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
                     src[k] = V->box[e];
                     tgt[k] = b;
                     flg[k] = ops->flags[o];
+                    off[k] = (unsigned short)o;
                 }
             for (int c = 0; c < M2L_NCLASS; ++c) {
                 factored_op op = {ops->p, ops->rot_w + (size_t)c * ops->nrot,
@@ -65,12 +79,28 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
                     int nc = (int)(cnt[c + 1] - e0 < PANEL_NB ? cnt[c + 1] - e0 : PANEL_NB);
                     panel_gather(np, W, nc, src + e0, flg + e0, ops->sign, C);
                     panel_apply(&op, C, B);
+                    if (fshift) /* total force of image sources on each target box */
+                        for (int j = 0; j < nc; ++j) {
+                            long e = e0 + j;
+                            int code = v_shift(t, level, tgt[e], src[e], off[e]);
+                            if (code == OCT_NOSHIFT) continue;
+                            double u[1024], F[3];
+                            const double *sg = ops->sign + flg[e] * np;
+                            for (int k = 0; k < ops->ncoef; ++k) u[k] = sg[k] * C[(size_t)k * PANEL_NB + j];
+                            harm_local_force(ops->p, h, u, 1, W + (size_t)tgt[e] * np, F);
+                            for (int a = 0; a < 3; ++a) fl[code][a] += F[a];
+                        }
                     /* one target may occur twice in a panel: the scatter adds in order */
                     panel_scatter_add(np, C, nc, tgt + e0, flg + e0, ops->sign, U);
                 }
             }
         }
-        free(src), free(tgt), free(flg), free(B), free(C);
+        free(src), free(tgt), free(flg), free(off), free(B), free(C);
+        if (fshift) {
+#pragma omp critical
+            for (int c = 0; c < 27; ++c)
+                for (int a = 0; a < 3; ++a) fshift[3 * c + a] += fl[c][a];
+        }
     }
     return fail ? FMM_ERR_NOMEM : 0;
 }

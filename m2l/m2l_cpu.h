@@ -17,9 +17,11 @@ extern "C" {
 
 /* U[b] += sum_{s in V(b)} T(s - b) W[s] for every box b of the given level.
  * W, U: [nbox][ops->npad] scaled multipoles / locals, 64-byte aligned, zero padding.
+ * fshift (periodic virial, may be NULL): [27][3] += total force that sources in each periodic
+ * image exert, through these translations, on the charges of the cell.
  * Returns 0 or FMM_ERR_NOMEM. */
 int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const double *W,
-                  double *U);
+                  double *U, double *fshift);
 
 #ifdef __cplusplus
 }

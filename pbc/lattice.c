@@ -13,7 +13,9 @@
 /* exact zeros of sums over cubic-symmetric point sets: odd L, L = 2, M mod 4 != 0 */
 static int cubic_zero(int l, int m) { return (l & 1) || l == 2 || (((m % 4) + 4) % 4) != 0; }
 
-int pbc_lattice_sums(int lmax, double *are, double *aim) {
+/* Lattice sums of the cell spanned by the columns of A (unit cube: A = I, with its exact
+ * zeros; strained: only the odd-L zeros of inversion symmetry). */
+static int lattice_sums(int lmax, const double *A, double *are, double *aim) {
     const int P = LAT_P, lg = lmax + P, np = harm_ncoef(P), ng = harm_ncoef(lg), no = harm_ncoef(lmax);
     double *re = malloc(sizeof(double) * ng), *im = malloc(sizeof(double) * ng);
     double complex *G = calloc((size_t)ng, sizeof(double complex)), *B = calloc((size_t)np, sizeof(double complex));
@@ -30,6 +32,10 @@ int pbc_lattice_sums(int lmax, double *are, double *aim) {
                 int inf = abs(a) > abs(b) ? abs(a) : abs(b);
                 inf = inf > abs(c) ? inf : abs(c);
                 double n[3] = {a, b, c};
+                if (A) {
+                    double m[3] = {a, b, c};
+                    for (int r = 0; r < 3; ++r) n[r] = A[3 * r] * m[0] + A[3 * r + 1] * m[1] + A[3 * r + 2] * m[2];
+                }
                 if (inf >= 2) {
                     harm_irregular_full(lg, n, re, im);
                     for (int k = 0; k < ng; ++k) G[k] += CMPLX(re[k], im[k]);
@@ -41,8 +47,13 @@ int pbc_lattice_sums(int lmax, double *are, double *aim) {
     for (int l = 0; l <= lg; ++l)
         for (int m = -l; m <= l; ++m) {
             int f = harm_full(l, m);
-            G[f] = cubic_zero(l, m) ? 0.0 : creal(G[f]);
-            if (l <= P) B[f] = cubic_zero(l, m) ? 0.0 : creal(B[f]);
+            if (!A) {
+                G[f] = cubic_zero(l, m) ? 0.0 : creal(G[f]);
+                if (l <= P) B[f] = cubic_zero(l, m) ? 0.0 : creal(B[f]);
+            } else if (l & 1) {
+                G[f] = 0.0;
+                if (l <= P) B[f] = 0.0;
+            }
         }
     B[0] = 27.0;
     /* renormalisation applied to a unit charge: level k adds the shell of 3^k-blocks */
@@ -137,4 +148,101 @@ void pbc_cube_potential(double h, const double Y[3], double *phi, double grad[3]
             }
     *phi = p;
     for (int d = 0; d < 3; ++d) grad[d] = g[d];
+}
+
+int pbc_lattice_sums(int lmax, double *are, double *aim) { return lattice_sums(lmax, NULL, are, aim); }
+
+/* Tin-foil Ewald far Hessian at r = 0 of the unit cell spanned by A (alpha = 6): the second
+ * derivative of the Ewald potential minus the 27 nearest images. Its traceless part gives the
+ * degree-2 lattice terms, whose cube-ordered sums depend on the shape and are replaced by
+ * Ewald's tin-foil values (recipe 5). */
+static void far_hessian(const double *A, double H[9]) {
+    const double a = 6.0, pi = 3.14159265358979323846, sp = sqrt(pi);
+    double V = A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) +
+               A[2] * (A[3] * A[7] - A[4] * A[6]);
+    V = fabs(V);
+    for (int i = 0; i < 9; ++i) H[i] = (i % 4 == 0) ? 4 * a * a * a / (3 * sp) : 0.0;
+    for (int i = -3; i <= 3; ++i)
+        for (int j = -3; j <= 3; ++j)
+            for (int k = -3; k <= 3; ++k) {
+                if (!i && !j && !k) continue;
+                double R[3], u[3];
+                for (int r = 0; r < 3; ++r) R[r] = A[3 * r] * i + A[3 * r + 1] * j + A[3 * r + 2] * k;
+                double r = sqrt(R[0] * R[0] + R[1] * R[1] + R[2] * R[2]);
+                for (int d = 0; d < 3; ++d) u[d] = R[d] / r;
+                double e = erfc(a * r), ex = 2 * a / sp * exp(-a * a * r * r);
+                double g1 = -e / (r * r) - ex / r, g2 = 2 * e / (r * r * r) + 2 * ex / (r * r) + 2 * a * a * ex;
+                int near = abs(i) <= 1 && abs(j) <= 1 && abs(k) <= 1;
+                for (int x = 0; x < 3; ++x)
+                    for (int y = 0; y < 3; ++y) {
+                        double uu = u[x] * u[y], dl = x == y;
+                        H[3 * x + y] += g2 * uu + g1 / r * (dl - uu);
+                        if (near) H[3 * x + y] -= (3 * uu - dl) / (r * r * r);
+                    }
+            }
+    /* reciprocal vectors: rows of 2 pi A^-T */
+    double inv[9];
+    double det = A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) +
+                 A[2] * (A[3] * A[7] - A[4] * A[6]);
+    inv[0] = (A[4] * A[8] - A[5] * A[7]) / det, inv[1] = (A[2] * A[7] - A[1] * A[8]) / det;
+    inv[2] = (A[1] * A[5] - A[2] * A[4]) / det, inv[3] = (A[5] * A[6] - A[3] * A[8]) / det;
+    inv[4] = (A[0] * A[8] - A[2] * A[6]) / det, inv[5] = (A[2] * A[3] - A[0] * A[5]) / det;
+    inv[6] = (A[3] * A[7] - A[4] * A[6]) / det, inv[7] = (A[1] * A[6] - A[0] * A[7]) / det;
+    inv[8] = (A[0] * A[4] - A[1] * A[3]) / det;
+    const int km = 14;
+    for (int i = -km; i <= km; ++i)
+        for (int j = -km; j <= km; ++j)
+            for (int k = -km; k <= km; ++k) {
+                if (!i && !j && !k) continue;
+                double K[3];
+                for (int r = 0; r < 3; ++r) K[r] = 2 * pi * (inv[r] * i + inv[3 + r] * j + inv[6 + r] * k);
+                double k2 = K[0] * K[0] + K[1] * K[1] + K[2] * K[2], f = exp(-k2 / (4 * a * a)) / k2;
+                if (f < 1e-30) continue;
+                for (int x = 0; x < 3; ++x)
+                    for (int y = 0; y < 3; ++y) H[3 * x + y] -= 4 * pi / V * f * K[x] * K[y];
+            }
+}
+
+int pbc_virial_tables(int lmax, double *vre, double *vim) {
+    const int n = harm_ncoef(lmax);
+    double *are = malloc(sizeof(double) * n), *aim = malloc(sizeof(double) * n);
+    if (!are || !aim) {
+        free(are), free(aim);
+        return 1;
+    }
+    const double d = 1e-3, steps[4] = {2 * d, d, -d, -2 * d}, cf[4] = {-1, 8, -8, 1};
+    int fail = 0;
+    for (int a = 0; a < 3 && !fail; ++a)
+        for (int b = a; b < 3 && !fail; ++b) {
+            double *Vr = vre + (size_t)(3 * a + b) * n, *Vi = vim + (size_t)(3 * a + b) * n;
+            memset(Vr, 0, sizeof(double) * n), memset(Vi, 0, sizeof(double) * n);
+            for (int s = 0; s < 4 && !fail; ++s) {
+                double A[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, H[9];
+                A[3 * a + b] += steps[s] / 2, A[3 * b + a] += steps[s] / 2;
+                if (lattice_sums(lmax, A, are, aim)) {
+                    fail = 1;
+                    break;
+                }
+                /* degree 2 from the tin-foil Ewald Hessian: 1/2 r.H0.r = sum_M R_2M(r) A_2M */
+                far_hessian(A, H);
+                double tr = (H[0] + H[4] + H[8]) / 3;
+                H[0] -= tr, H[4] -= tr, H[8] -= tr;
+                if (lmax >= 2) {
+                    are[harm_full(2, 0)] = H[8], aim[harm_full(2, 0)] = 0;
+                    are[harm_full(2, 1)] = -H[2], aim[harm_full(2, 1)] = -H[5];
+                    are[harm_full(2, -1)] = H[2], aim[harm_full(2, -1)] = -H[5];
+                    are[harm_full(2, 2)] = 2 * H[0] + H[8], aim[harm_full(2, 2)] = 2 * H[1];
+                    are[harm_full(2, -2)] = 2 * H[0] + H[8], aim[harm_full(2, -2)] = -2 * H[1];
+                }
+                for (int k = 0; k < n; ++k) Vr[k] += cf[s] * are[k] / (12 * d), Vi[k] += cf[s] * aim[k] / (12 * d);
+            }
+            /* odd degrees and the charge term do not contribute */
+            for (int l = 0; l <= lmax; ++l)
+                if ((l & 1) || l == 0)
+                    for (int m = -l; m <= l; ++m) Vr[harm_full(l, m)] = Vi[harm_full(l, m)] = 0;
+            memcpy(vre + (size_t)(3 * b + a) * n, Vr, sizeof(double) * n);
+            memcpy(vim + (size_t)(3 * b + a) * n, Vi, sizeof(double) * n);
+        }
+    free(are), free(aim);
+    return fail;
 }

@@ -231,7 +231,7 @@ TEST(M2LOperators, BatchedLevelMatchesDense) {
         std::vector<double> ref(np * t.nbox, 0.0);
         std::vector<std::vector<double>> T(M2L_NOFFSET);
         for (long i = 0; i < np * t.nbox; ++i) W[i] = (i % np) < nc ? u(g) - 0.5 : 0.0, U[i] = 0;
-        for (int l = 2; l <= t.depth; ++l) ASSERT_EQ(m2l_cpu_level(&ops, &t, l, W, U), 0);
+        for (int l = 2; l <= t.depth; ++l) ASSERT_EQ(m2l_cpu_level(&ops, &t, l, W, U, nullptr), 0);
         for (int b = 0; b < t.nbox; ++b)
             for (long e = t.V.start[b]; e < t.V.start[b + 1]; ++e) {
                 int o = t.V.aux[e];

@@ -170,6 +170,36 @@ TEST(PeriodicEwald, TranslationInvariance) {
     EXPECT_LT(rel(b.field, a.field), 1e-6);
 }
 
+// Virial (tin-foil, neutral): the forces of each image gathered through the tree, plus the
+// strain derivatives of the lattice sums, against the Ewald virial.
+TEST(PeriodicEwald, VirialNeutralTinfoil) {
+    std::mt19937_64 g(test_seed());
+    std::vector<double> xyz, q;
+    random_set(g, 500, 1.3, 0.0, xyz, q);
+    const double box[3] = {1.3, 1.3, 1.3};
+    double Wref[9], Uref;
+    ASSERT_EQ(fmm_ewald(500, xyz.data(), q.data(), box, 1e-12, nullptr, nullptr, &Uref, Wref, 0), FMM_OK);
+    EXPECT_NEAR(Wref[0] + Wref[4] + Wref[8], Uref, 1e-9 * std::fabs(Uref));  // tr W = U for 1/r
+    for (int depth : {0, 2}) {
+        for (int p : {6, 12}) {
+            fmm_opts o;
+            fmm_default_opts(&o);
+            o.periodic = 1, o.order = p, o.depth = depth;
+            fmm_plan *plan = nullptr;
+            ASSERT_EQ(fmm_makeplan(&o, box, &plan), FMM_OK);
+            ASSERT_EQ(fmm_setpts(plan, 500, xyz.data()), FMM_OK);
+            double W[9], U;
+            ASSERT_EQ(fmm_execute(plan, q.data(), nullptr, nullptr, &U, W), FMM_OK);
+            fmm_destroy(plan);
+            double e = 0, s = 0;
+            for (int k = 0; k < 9; ++k) e += (W[k] - Wref[k]) * (W[k] - Wref[k]), s += Wref[k] * Wref[k];
+            std::cout << "depth " << depth << " p " << p << ": virial " << std::sqrt(e / s) << "\n";
+            EXPECT_LT(std::sqrt(e / s), 10 * std::pow(0.5, p));
+            EXPECT_DOUBLE_EQ(W[1], W[3]);  // symmetric
+        }
+    }
+}
+
 // Vacuum (cubic growth) and tin-foil differ by 2 pi |D|^2 / (3V) for a neutral cell.
 TEST(PeriodicEwald, VacuumBoundaryDipoleTerm) {
     std::mt19937_64 g(test_seed());
