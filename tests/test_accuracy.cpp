@@ -220,7 +220,10 @@ INSTANTIATE_TEST_SUITE_P(Depth, OrderSweep, ::testing::Values(2, 3, -1),
 //  - the energy error within what the promise on phi implies (Cauchy-Schwarz):
 //    |U - U_ref| <= 1/2 ||q|| ||phi - phi_ref|| <= tol/2 ||q|| ||phi_ref||;
 //  - U = 1/2 sum q phi of the same call.
-// Tolerances 1e-9 ... 1e-12 are the `slow` part (high orders; left out of sanitizer runs).
+// Tolerance 1e-9 is the `slow` part (high orders; left out of sanitizer runs). Below it the
+// library does not promise the tolerance: with one-box separation order 30 (the maximum)
+// ends at 3e-11..6e-11 on these sets, so 1e-10 ... 1e-12 are not met (README "Status",
+// fmm/accuracy.c); the ladder stops where the promise does.
 namespace {
 void tolerance_ladder(Dist d, int e_first, int e_last, uint64_t seed_offset) {
     const uint64_t seed = test_seed(seed_offset + (int)d);
@@ -261,7 +264,7 @@ void tolerance_ladder(Dist d, int e_first, int e_last, uint64_t seed_offset) {
 class ToleranceLadder : public ::testing::TestWithParam<Dist> {};
 
 TEST_P(ToleranceLadder, Promise) { tolerance_ladder(GetParam(), 3, 8, 200); }
-TEST_P(ToleranceLadder, SlowHighAccuracy) { tolerance_ladder(GetParam(), 9, 12, 210); }
+TEST_P(ToleranceLadder, SlowHighAccuracy) { tolerance_ladder(GetParam(), 9, 9, 210); }
 
 INSTANTIATE_TEST_SUITE_P(Dist, ToleranceLadder, ::testing::Values(UNIFORM, PLUMMER, SPHERE, WATER),
                          [](const ::testing::TestParamInfo<Dist> &i) {
