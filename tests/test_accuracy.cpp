@@ -206,24 +206,26 @@ TEST_P(OrderSweep, Uniform) {
     }
 }
 
+// (Depth 3 is the costliest sweep: labelled `slow`, i.e. left out of the sanitizer run.)
 INSTANTIATE_TEST_SUITE_P(Depth, OrderSweep, ::testing::Values(2, 3, -1),
                          [](const ::testing::TestParamInfo<int> &i) {
                              return i.param < 0 ? std::string("Adaptive")
-                                                : "Depth" + std::to_string(i.param);
+                                    : i.param == 3 ? std::string("Depth3Slow")
+                                                   : "Depth" + std::to_string(i.param);
                          });
 
 // ---------------------------------------------------------------------------------------
 // Tolerance ladder: the product's promise, rel L2 error of phi <= tolerance, for
-// tolerance = 1e-3 ... 1e-12 on the four test distributions (N = 10000). Also:
+// tolerance = 1e-3 ... 1e-9 on the four test distributions (N = 10000). Also:
 //  - the energy's relative error <= tolerance (stricter than the promise on phi: with
 //    neutral random charges U = 1/2 sum q phi cancels, |U| << 1/2 ||q|| ||phi||);
 //  - the energy error within what the promise on phi implies (Cauchy-Schwarz):
 //    |U - U_ref| <= 1/2 ||q|| ||phi - phi_ref|| <= tol/2 ||q|| ||phi_ref||;
 //  - U = 1/2 sum q phi of the same call.
-// Tolerance 1e-9 is the `slow` part (high orders; left out of sanitizer runs). Below it the
-// library does not promise the tolerance: with one-box separation order 30 (the maximum)
-// ends at 3e-11..6e-11 on these sets, so 1e-10 ... 1e-12 are not met (README "Status",
-// fmm/accuracy.c); the ladder stops where the promise does.
+// Tolerances 1e-7 ... 1e-9 are the `slow` part (high orders; left out of sanitizer runs).
+// Below 1e-9 the library does not promise the tolerance: with one-box separation order 30
+// (the maximum) ends at 3e-11..6e-11 on these sets, so 1e-10 ... 1e-12 are not met (README
+// "Status", fmm/accuracy.c); the ladder stops where the promise does.
 namespace {
 void tolerance_ladder(Dist d, int e_first, int e_last, uint64_t seed_offset) {
     const uint64_t seed = test_seed(seed_offset + (int)d);
@@ -263,8 +265,8 @@ void tolerance_ladder(Dist d, int e_first, int e_last, uint64_t seed_offset) {
 
 class ToleranceLadder : public ::testing::TestWithParam<Dist> {};
 
-TEST_P(ToleranceLadder, Promise) { tolerance_ladder(GetParam(), 3, 8, 200); }
-TEST_P(ToleranceLadder, SlowHighAccuracy) { tolerance_ladder(GetParam(), 9, 9, 210); }
+TEST_P(ToleranceLadder, Promise) { tolerance_ladder(GetParam(), 3, 6, 200); }
+TEST_P(ToleranceLadder, SlowHighAccuracy) { tolerance_ladder(GetParam(), 7, 9, 210); }
 
 INSTANTIATE_TEST_SUITE_P(Dist, ToleranceLadder, ::testing::Values(UNIFORM, PLUMMER, SPHERE, WATER),
                          [](const ::testing::TestParamInfo<Dist> &i) {
@@ -277,7 +279,7 @@ INSTANTIATE_TEST_SUITE_P(Dist, ToleranceLadder, ::testing::Values(UNIFORM, PLUMM
 TEST(Energy, MatchesHalfSumQPhi) {
     const uint64_t seed = test_seed(300);
     for (Dist d : {UNIFORM, PLUMMER, SPHERE, WATER}) {
-        System s = make_system(d, 3000, seed + d);
+        System s = make_system(d, 2000, seed + d);
         for (int depth : {-1, 3}) {
             for (int order : {0, 6}) {
                 SCOPED_TRACE(std::string(dist_name(d)) + " depth " + std::to_string(depth) +
@@ -398,4 +400,4 @@ void forced_depth(const std::vector<double> &tols, uint64_t seed_offset) {
 } // namespace
 
 TEST(Geometry, ForcedDepthMeetsTolerance) { forced_depth({1e-3, 1e-6}, 700); }
-TEST(Geometry, SlowForcedDepthHighAccuracy) { forced_depth({1e-9, 1e-11}, 710); }
+TEST(Geometry, SlowForcedDepthHighAccuracy) { forced_depth({1e-8, 1e-9}, 710); }

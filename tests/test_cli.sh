@@ -98,6 +98,8 @@ nan="$tmp/nan.txt"
 printf '0 0 0 1\n1 nan 0 -1\n' >"$nan"
 inf="$tmp/inf.txt"
 printf '0 0 0 1\n1 0 0 inf\n' >"$inf"
+small="$tmp/small.txt" # 300 particles in the unit cube (not neutral)
+awk 'BEGIN { srand(7); for (i = 0; i < 300; i++) printf "%.17g %.17g %.17g %.17g\n", rand(), rand(), rand(), 2 * rand() - 1 }' >"$small"
 coincident="$tmp/coincident.txt"
 printf '0.1 0.2 0.3 1\n0.5 0.5 0.5 -2\n0.1 0.2 0.3 1\n' >"$coincident"
 
@@ -203,6 +205,14 @@ else
     fail "$name" "exit $rc, rel_l2_error_phi '$(value rel_l2_error_phi)'"
 fi
 
+name="--periodic --box 1 --reference (tin-foil, net charge: neutralising background)"
+run coulomb --in "$small" --periodic --box 1 --tolerance 1e-3 --reference --out "$tmp/per.out"
+if [ "$rc" -eq 0 ] && is_le "$(value rel_l2_error_phi)" 1e-3 && [ "$(nlines "$tmp/per.out")" -eq 300 ]; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, rel_l2_error_phi '$(value rel_l2_error_phi)'"
+fi
+
 name="stdout without --out has no per-particle lines"
 run coulomb --in "$good"
 if [ "$rc" -eq 0 ] && [ "$(nlines "$tmp/stdout")" -lt 20 ]; then
@@ -239,6 +249,8 @@ expect_bad "--threads -1" coulomb --in "$good" --threads -1
 expect_bad "--box 0.5 with particles outside it" coulomb --in "$good" --box 0.5
 expect_bad "--box -1" coulomb --in "$good" --box -1
 expect_bad "--out into a missing directory" coulomb --in "$good" --out "$tmp/no/such/dir/out.txt"
+expect_bad "--periodic without --box" coulomb --in "$small" --periodic
+expect_bad "--periodic --vacuum with a net charge" coulomb --in "$small" --periodic --vacuum --box 1
 expect_bad "unknown command" frobnicate --in "$good"
 
 name="no arguments at all"
