@@ -121,6 +121,31 @@ static void regular_tri_v(int p, v8d x, v8d y, v8d z, v8d *re, v8d *im) {
     }
 }
 
+static void irregular_tri_v(int p, v8d x, v8d y, v8d z, v8d *re, v8d *im) {
+    v8d r2 = x * x + y * y + z * z, ir2 = 1.0 / r2, r0;
+    for (int k = 0; k < 8; ++k) r0[k] = sqrt(ir2[k]);
+    re[0] = r0;
+    im[0] = (v8d){0};
+    for (int m = 0; m <= p; ++m) {
+        int t = TRI(m, m);
+        if (m > 0) {
+            int s = TRI(m - 1, m - 1);
+            v8d f = -(2 * m - 1) * ir2;
+            re[t] = f * (re[s] * x - im[s] * y);
+            im[t] = f * (re[s] * y + im[s] * x);
+        }
+        v8d pr = {0}, pi = {0}, cr = re[t], ci = im[t];
+        for (int l = m; l < p; ++l) {
+            v8d a = (2 * l + 1) * z;
+            double b = (double)l * l - (double)m * m;
+            v8d nr = (a * cr - b * pr) * ir2, ni = (a * ci - b * pi) * ir2;
+            int u = TRI(l + 1, m);
+            re[u] = nr, im[u] = ni;
+            pr = cr, pi = ci, cr = nr, ci = ni;
+        }
+    }
+}
+
 static inline v8d load8(const double *v, long n, double fill) {
     v8d r;
     for (int k = 0; k < 8; ++k) r[k] = k < n ? v[k] : fill;
@@ -153,25 +178,29 @@ void harm_p2m(int p, double h, const double c[3], long n, const double *x, const
     }
 }
 
-/* acc (real layout) += q * X (triangle) */
-static void accumulate(int p, double q, const double *re, const double *im, double *acc) {
-    for (int l = 0; l <= p; ++l) {
-        double *a = acc + l * l;
-        const double *r = re + TRI(l, 0), *i = im + TRI(l, 0);
-        a[0] += q * r[0];
-        for (int m = 1; m <= l; ++m) {
-            a[2 * m - 1] += q * r[m];
-            a[2 * m] += q * i[m];
-        }
-    }
-}
-
 void harm_p2l(int p, double h, const double c[3], long n, const double *x, const double *y,
               const double *z, const double *q, double *u) {
-    double re[TRI_MAX], im[TRI_MAX], ih = 1.0 / h;
-    for (long i = 0; i < n; ++i) {
-        irregular_tri(p, (x[i] - c[0]) * ih, (y[i] - c[1]) * ih, (z[i] - c[2]) * ih, re, im);
-        accumulate(p, q[i], re, im, u);
+    v8d re[PART_TRI], im[PART_TRI], acc[(PART_PMAX + 1) * (PART_PMAX + 1)];
+    const double ih = 1.0 / h;
+    const int nc = harm_ncoef(p);
+    for (int k = 0; k < nc; ++k) acc[k] = (v8d){0};
+    for (long i = 0; i < n; i += 8) {
+        long m8 = n - i;
+        /* padding lanes: a copy of the first particle of the group with zero charge */
+        v8d X = (load8(x + i, m8, x[i]) - c[0]) * ih, Y = (load8(y + i, m8, y[i]) - c[1]) * ih;
+        v8d Z = (load8(z + i, m8, z[i]) - c[2]) * ih, Q = load8(q + i, m8, 0.0);
+        irregular_tri_v(p, X, Y, Z, re, im);
+        for (int l = 0; l <= p; ++l) {
+            v8d *a = acc + l * l;
+            const v8d *r = re + TRI(l, 0), *s = im + TRI(l, 0);
+            a[0] += Q * r[0];
+            for (int m = 1; m <= l; ++m) a[2 * m - 1] += Q * r[m], a[2 * m] += Q * s[m];
+        }
+    }
+    for (int k = 0; k < nc; ++k) {
+        double t = 0;
+        for (int j = 0; j < 8; ++j) t += acc[k][j];
+        u[k] += t;
     }
 }
 
@@ -256,17 +285,22 @@ void harm_local_force(int p, double h, const double *u, long ustride, const doub
  * (d/dx + i d/dy) I_lm = I_{l+1,m+1}. */
 void harm_m2p(int p, double h, const double c[3], const double *w, long n, const double *x,
               const double *y, const double *z, double *phi, double *ex, double *ey, double *ez) {
-    double re[TRI_MAX], im[TRI_MAX], ih = 1.0 / h, ih2 = ih * ih;
-    for (long i = 0; i < n; ++i) {
-        irregular_tri(p + 1, (x[i] - c[0]) * ih, (y[i] - c[1]) * ih, (z[i] - c[2]) * ih, re, im);
-        double f = 0.0, zs = 0.0, tr = 0.0, ti = 0.0; /* T+ = sum w_lm I_{l+1,m+1} */
+    v8d re[PART_TRI], im[PART_TRI];
+    const double ih = 1.0 / h, ih2 = ih * ih;
+    for (long i = 0; i < n; i += 8) {
+        long m8 = n - i;
+        /* padding lanes repeat the first target of the group (well separated too) */
+        v8d X = (load8(x + i, m8, x[i]) - c[0]) * ih, Y = (load8(y + i, m8, y[i]) - c[1]) * ih;
+        v8d Z = (load8(z + i, m8, z[i]) - c[2]) * ih;
+        irregular_tri_v(p + 1, X, Y, Z, re, im);
+        v8d f = {0}, zs = {0}, tr = {0}, ti = {0}; /* T+ = sum w_lm I_{l+1,m+1} */
         for (int l = 0; l <= p; ++l) {
             const double *a = w + l * l;
-            const double *r = re + TRI(l, 0), *im_ = im + TRI(l, 0);
-            const double *r1 = re + TRI(l + 1, 0), *i1 = im + TRI(l + 1, 0);
-            double fl = 0.0, zl = 0.0;
+            const v8d *r = re + TRI(l, 0), *s = im + TRI(l, 0);
+            const v8d *r1 = re + TRI(l + 1, 0), *i1 = im + TRI(l + 1, 0);
+            v8d fl = {0}, zl = {0};
             for (int m = 1; m <= l; ++m) {
-                fl += a[2 * m - 1] * r[m] - a[2 * m] * im_[m];
+                fl += a[2 * m - 1] * r[m] - a[2 * m] * s[m];
                 zl += a[2 * m - 1] * r1[m] - a[2 * m] * i1[m];
             }
             f += a[0] * r[0] + 2.0 * fl;
@@ -282,11 +316,13 @@ void harm_m2p(int p, double h, const double c[3], const double *w, long n, const
                 }
             }
         }
-        if (phi) phi[i] += f * ih;
-        if (ex) {
-            ex[i] -= tr * ih2;
-            ey[i] -= ti * ih2;
-            ez[i] += zs * ih2;
+        for (int k = 0; k < 8 && k < m8; ++k) {
+            if (phi) phi[i + k] += f[k] * ih;
+            if (ex) {
+                ex[i + k] -= tr[k] * ih2;
+                ey[i + k] -= ti[k] * ih2;
+                ez[i + k] += zs[k] * ih2;
+            }
         }
     }
 }
