@@ -23,6 +23,8 @@ static const char *help =
     "  --depth D          force a uniform tree of depth D (0..20; default adaptive)\n"
     "  --leaf N           adaptive tree: max particles per leaf (default from the order)\n"
     "  --threads N        OpenMP threads (default: all)\n"
+    "  --repeat K         evaluate K more times with the same plan (fmm_setpts + fmm_execute,\n"
+    "                     as in an MD step) and print the median as time_step_s\n"
     "  --reference        compare with the direct sum, or the Ewald sum if periodic (all\n"
     "                     targets up to 20000 particles, else an evenly spaced sample)\n"
     "  --reference-sample K   number of sampled targets for the comparison (default 2000)\n"
@@ -31,7 +33,7 @@ static const char *help =
 
 int cli_coulomb(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
-    int reference = 0, nbox = 0;
+    int reference = 0, nbox = 0, repeat = 0;
     long sample = 2000;
     double box[3];
     fmm_opts o;
@@ -67,6 +69,13 @@ int cli_coulomb(int argc, char **argv) {
         else if (!strcmp(a, "--depth")) bad = cli_parse_int(a, v, &o.depth);
         else if (!strcmp(a, "--leaf")) bad = cli_parse_int(a, v, &o.leaf_size);
         else if (!strcmp(a, "--threads")) bad = cli_parse_int(a, v, &o.threads);
+        else if (!strcmp(a, "--repeat")) {
+            bad = cli_parse_int(a, v, &repeat);
+            if (!bad && repeat < 0) {
+                fprintf(stderr, "fmm coulomb: --repeat must be >= 0\n");
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--reference-sample")) bad = cli_parse_long(a, v, &sample);
         else if (!strcmp(a, "--box")) {
             bad = cli_parse_double(a, v, &box[0]);
@@ -128,6 +137,31 @@ int cli_coulomb(int argc, char **argv) {
         fprintf(stderr, "fmm coulomb: %s\n", fmm_strerror(rc));
         goto done;
     }
+    double step = 0;
+    if (repeat > 0) {
+        double *ts = malloc(sizeof(double) * repeat);
+        if (!ts) {
+            fprintf(stderr, "fmm coulomb: out of memory\n");
+            goto done;
+        }
+        for (int r = 0; r < repeat && !rc; ++r) {
+            double a0 = omp_get_wtime();
+            rc = fmm_setpts(plan, n, xyz);
+            if (!rc) rc = fmm_execute(plan, q, phi, field, &energy, want_virial ? virial : NULL);
+            ts[r] = omp_get_wtime() - a0;
+        }
+        for (int i = 1; i < repeat; ++i) /* insertion sort: K is small */
+            for (int j = i; j > 0 && ts[j] < ts[j - 1]; --j) {
+                double t = ts[j];
+                ts[j] = ts[j - 1], ts[j - 1] = t;
+            }
+        step = ts[repeat / 2];
+        free(ts);
+        if (rc) {
+            fprintf(stderr, "fmm coulomb: %s\n", fmm_strerror(rc));
+            goto done;
+        }
+    }
     fmm_info info;
     fmm_get_info(plan, &info);
     if (out) {
@@ -146,6 +180,7 @@ int cli_coulomb(int argc, char **argv) {
     }
     printf("n %ld\nenergy %.17g\norder %d\ndepth %d\nleaves %ld\ntime_s %.6f\n", n, energy,
            info.order, info.depth, info.nleaves, t1 - t0);
+    if (repeat > 0) printf("time_step_s %.6f\n", step);
     if (want_virial)
         printf("virial %.17g %.17g %.17g %.17g %.17g %.17g\n", virial[0], virial[4], virial[8],
                virial[1], virial[2], virial[5]);
