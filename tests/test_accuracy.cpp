@@ -217,8 +217,6 @@ INSTANTIATE_TEST_SUITE_P(Depth, OrderSweep, ::testing::Values(2, 3, -1),
 // ---------------------------------------------------------------------------------------
 // Tolerance ladder: the product's promise, rel L2 error of phi <= tolerance, for
 // tolerance = 1e-3 ... 1e-9 on the four test distributions (N = 10000). Also:
-//  - the energy's relative error <= tolerance (stricter than the promise on phi: with
-//    neutral random charges U = 1/2 sum q phi cancels, |U| << 1/2 ||q|| ||phi||);
 //  - the energy error within what the promise on phi implies (Cauchy-Schwarz):
 //    |U - U_ref| <= 1/2 ||q|| ||phi - phi_ref|| <= tol/2 ||q|| ||phi_ref||;
 //  - U = 1/2 sum q phi of the same call.
@@ -252,8 +250,9 @@ void tolerance_ladder(Dist d, int e_first, int e_last, uint64_t seed_offset) {
         std::fflush(stdout);
         EXPECT_LE(ephi, tol) << dist_name(d) << ": phi error above the tolerance " << tol
                              << " (p=" << r.info.order << "), seed " << seed;
-        EXPECT_LE(eu, tol) << dist_name(d) << ": energy error above the tolerance " << tol
-                           << " (p=" << r.info.order << "), seed " << seed;
+        // The promise is on phi. The energy's own relative error is not bounded by the
+        // tolerance: for neutral random charges U = 1/2 sum q phi cancels (|U| can be 1e-3 of
+        // 1/2 ||q|| ||phi||), so only the bound implied by phi is checked below.
         EXPECT_LE(du, tol * cs) << dist_name(d) << ": energy error beyond the phi promise's bound, tolerance "
                                 << tol << ", seed " << seed;
         double u, scale;
