@@ -23,7 +23,7 @@ int pbc_lattice_sums(int lmax, double *are, double *aim);
 
 /* Strain derivatives of the lattice sums, V^{ab}_LM = dA_LM/d eps_(ab) (symmetric strain of
  * the unit cube), L <= lmax: degree >= 4 from strained lattice sums, degree 2 from the
- * tin-foil Ewald far Hessian, 4-point differences (recipe 5). Output [9][(lmax+1)^2] full
+ * tin-foil Ewald far Hessian, central differences (recipe 5; 4-point there). Output [9][(lmax+1)^2] full
  * complex index, row-major in (a,b). Returns 0, or 1 if out of memory. */
 int pbc_virial_tables(int lmax, double *vre, double *vim);
 
