@@ -152,18 +152,24 @@ static inline v8d load8(const double *v, long n, double fill) {
     return r;
 }
 
-void harm_p2m(int p, double h, const double c[3], long n, const double *x, const double *y,
-              const double *z, const double *q, double *w) {
+/* Expansion of charges about c: out += sum q X((x - c)/h), X regular (multipole) or
+ * irregular (local). Padding lanes repeat the group's first particle with zero charge (a
+ * point inside the group's range, so the irregular harmonics stay finite). */
+static void charges_to_expansion(int p, int irregular, double h, const double c[3], long n,
+                                 const double *x, const double *y, const double *z,
+                                 const double *q, double *out) {
     v8d re[PART_TRI], im[PART_TRI], acc[(PART_PMAX + 1) * (PART_PMAX + 1)];
     const double ih = 1.0 / h;
     const int nc = harm_ncoef(p);
     for (int k = 0; k < nc; ++k) acc[k] = (v8d){0};
     for (long i = 0; i < n; i += 8) {
         long m8 = n - i;
-        /* padding lanes: at the centre with zero charge */
-        v8d X = (load8(x + i, m8, c[0]) - c[0]) * ih, Y = (load8(y + i, m8, c[1]) - c[1]) * ih;
-        v8d Z = (load8(z + i, m8, c[2]) - c[2]) * ih, Q = load8(q + i, m8, 0.0);
-        regular_tri_v(p, X, Y, Z, re, im);
+        v8d X = (load8(x + i, m8, x[i]) - c[0]) * ih, Y = (load8(y + i, m8, y[i]) - c[1]) * ih;
+        v8d Z = (load8(z + i, m8, z[i]) - c[2]) * ih, Q = load8(q + i, m8, 0.0);
+        if (irregular)
+            irregular_tri_v(p, X, Y, Z, re, im);
+        else
+            regular_tri_v(p, X, Y, Z, re, im);
         for (int l = 0; l <= p; ++l) {
             v8d *a = acc + l * l;
             const v8d *r = re + TRI(l, 0), *s = im + TRI(l, 0);
@@ -174,34 +180,18 @@ void harm_p2m(int p, double h, const double c[3], long n, const double *x, const
     for (int k = 0; k < nc; ++k) {
         double t = 0;
         for (int j = 0; j < 8; ++j) t += acc[k][j];
-        w[k] += t;
+        out[k] += t;
     }
+}
+
+void harm_p2m(int p, double h, const double c[3], long n, const double *x, const double *y,
+              const double *z, const double *q, double *w) {
+    charges_to_expansion(p, 0, h, c, n, x, y, z, q, w);
 }
 
 void harm_p2l(int p, double h, const double c[3], long n, const double *x, const double *y,
               const double *z, const double *q, double *u) {
-    v8d re[PART_TRI], im[PART_TRI], acc[(PART_PMAX + 1) * (PART_PMAX + 1)];
-    const double ih = 1.0 / h;
-    const int nc = harm_ncoef(p);
-    for (int k = 0; k < nc; ++k) acc[k] = (v8d){0};
-    for (long i = 0; i < n; i += 8) {
-        long m8 = n - i;
-        /* padding lanes: a copy of the first particle of the group with zero charge */
-        v8d X = (load8(x + i, m8, x[i]) - c[0]) * ih, Y = (load8(y + i, m8, y[i]) - c[1]) * ih;
-        v8d Z = (load8(z + i, m8, z[i]) - c[2]) * ih, Q = load8(q + i, m8, 0.0);
-        irregular_tri_v(p, X, Y, Z, re, im);
-        for (int l = 0; l <= p; ++l) {
-            v8d *a = acc + l * l;
-            const v8d *r = re + TRI(l, 0), *s = im + TRI(l, 0);
-            a[0] += Q * r[0];
-            for (int m = 1; m <= l; ++m) a[2 * m - 1] += Q * r[m], a[2 * m] += Q * s[m];
-        }
-    }
-    for (int k = 0; k < nc; ++k) {
-        double t = 0;
-        for (int j = 0; j < 8; ++j) t += acc[k][j];
-        u[k] += t;
-    }
+    charges_to_expansion(p, 1, h, c, n, x, y, z, q, u);
 }
 
 /* Local expansion at a point: phi = sum_lm u_lm R_lm(v) (full m range),
@@ -409,8 +399,7 @@ void harm_m2l_matrix(int p, const double d[3], double *A) {
     build_matrix(p, p, m2l_coef, &c, A);
 }
 
-/* Gauss-Legendre nodes and weights on [-1, 1] (Newton on P_n). */
-static void gauss_legendre(int n, double *t, double *w) {
+void harm_gauss_legendre(int n, double *t, double *w) {
     for (int i = 0; i < n; ++i) {
         double x = cos(3.14159265358979323846 * (i + 0.75) / (n + 0.5)), dp = 1.0;
         for (int it = 0; it < 100; ++it) {
@@ -466,7 +455,7 @@ int harm_rotation_matrices(int p, const double Q[9], double *Aw, double *Au) {
     int fail = !t || !wt || !re0 || !ar || !norm;
     for (int l = 0; l <= p && !fail; ++l) {
         int w = 2 * l + 1, nt = l + 1, nphi = 2 * l + 1;
-        gauss_legendre(nt, t, wt);
+        harm_gauss_legendre(nt, t, wt);
         memset(ar, 0, sizeof(double) * (size_t)w * w);
         memset(ai, 0, sizeof(double) * (size_t)w * w);
         memset(norm, 0, sizeof(double) * w);

@@ -64,6 +64,9 @@ void harm_m2l_matrix(int p, const double d[3], double *A);
  * I(d): u_lm = sum_jk (-1)^j G_{l+j,m+k} w_jk. Used with lattice sums for periodic images. */
 void harm_m2l_matrix_table(int p, const double *gre, const double *gim, double *A);
 
+/* Gauss-Legendre nodes and weights on [-1, 1] (Newton on P_n), n <= 64. */
+void harm_gauss_legendre(int n, double *t, double *w);
+
 /* Rotation of expansions into the frame x' = Q x (Q orthogonal, row-major 3x3): per degree
  * l a real (2l+1)x(2l+1) block in the real layout, blocks stored one after the other
  * (sum_l (2l+1)^2 doubles). Multipoles: w'_l = Aw_l w_l; locals: u_l = Au_l u'_l.

@@ -103,21 +103,8 @@ void pbc_background_multipole(int p, double *b) {
      * exactly */
     int ng = p / 2 + 2;
     double t[64], w[64];
-    for (int i = 0; i < ng; ++i) {
-        double x = cos(3.14159265358979323846 * (i + 0.75) / (ng + 0.5)), dp = 1;
-        for (int it = 0; it < 100; ++it) {
-            double p0 = 1, p1 = x;
-            for (int k = 2; k <= ng; ++k) {
-                double p2 = ((2 * k - 1) * x * p1 - (k - 1) * p0) / k;
-                p0 = p1, p1 = p2;
-            }
-            dp = ng * (x * p1 - p0) / (x * x - 1);
-            double dx = p1 / dp;
-            x -= dx;
-            if (fabs(dx) < 1e-16) break;
-        }
-        t[i] = 0.5 * x, w[i] = 1.0 / ((1 - x * x) * dp * dp); /* mapped to [-1/2, 1/2] */
-    }
+    harm_gauss_legendre(ng, t, w);
+    for (int i = 0; i < ng; ++i) t[i] *= 0.5, w[i] *= 0.5; /* mapped to [-1/2, 1/2] */
     int n = harm_ncoef(p);
     memset(b, 0, sizeof(double) * n);
     double xs[1], ys[1], zs[1], qs[1];
