@@ -63,13 +63,12 @@ static int init_factored(m2l_operators *ops) {
 
 int m2l_operators_init(m2l_operators *ops, int p) {
     memset(ops, 0, sizeof *ops);
-    int n = harm_ncoef(p), npad = (n + 7) / 8 * 8, words = (n + 63) / 64;
+    int n = harm_ncoef(p), npad = (n + 7) / 8 * 8;
     ops->p = p;
     ops->ncoef = n;
     ops->npad = npad;
     ops->sign = aligned_alloc(64, sizeof(double) * 8 * (size_t)npad);
-    ops->signbits = calloc((size_t)8 * words, sizeof(uint64_t));
-    if (!ops->sign || !ops->signbits) {
+    if (!ops->sign) {
         m2l_operators_free(ops);
         return FMM_ERR_NOMEM;
     }
@@ -81,7 +80,6 @@ int m2l_operators_init(m2l_operators *ops, int p) {
                     int k = im ? harm_im(l, m) : harm_re(l, m);
                     double s = reflection_sign(f, l, m, im);
                     ops->sign[f * npad + k] = s;
-                    if (s < 0) ops->signbits[f * words + k / 64] |= (uint64_t)1 << (k % 64);
                 }
     int c = 0;
     for (int z = 0; z <= 3; ++z)
@@ -108,7 +106,6 @@ int m2l_operators_init(m2l_operators *ops, int p) {
 
 void m2l_operators_free(m2l_operators *ops) {
     free(ops->sign);
-    free(ops->signbits);
     free(ops->rot_w), free(ops->rot_u), free(ops->zre), free(ops->zim), free(ops->zoff);
     memset(ops, 0, sizeof *ops);
 }

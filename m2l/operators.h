@@ -28,8 +28,6 @@ typedef struct m2l_operators {
     /* sign patterns of the 8 reflections f = fx | fy << 1 | fz << 2: sign[f][k] = +-1,
      * rows of npad (zero padding) */
     double *sign;
-    /* the same patterns as bitsets (bit k set = negative), for the GPU */
-    uint64_t *signbits; /* [8][(ncoef + 63) / 64] */
     /* offset index (core/octree.h oct_offset_index) -> class (-1: near neighbour) and reflection */
     signed char cls[M2L_NOFFSET];
     unsigned char flags[M2L_NOFFSET];

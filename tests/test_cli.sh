@@ -246,6 +246,7 @@ expect_bad "--order 2.5" coulomb --in "$good" --order 2.5
 expect_bad "--depth 21" coulomb --in "$good" --depth 21
 expect_bad "--depth 4294967296 (does not fit an int)" coulomb --in "$good" --depth 4294967296
 expect_bad "--threads -1" coulomb --in "$good" --threads -1
+expect_bad "--repeat -1" coulomb --in "$good" --repeat -1
 expect_bad "--box 0.5 with particles outside it" coulomb --in "$good" --box 0.5
 expect_bad "--box -1" coulomb --in "$good" --box -1
 expect_bad "--out into a missing directory" coulomb --in "$good" --out "$tmp/no/such/dir/out.txt"
