@@ -40,10 +40,15 @@ enum fmm_status {
     FMM_ERR_COINCIDENT, /* two particles at the same position: 1/r is infinite */
     FMM_ERR_NOMEM,      /* out of memory */
     FMM_ERR_NOPTS,      /* fmm_execute before a successful fmm_setpts */
-    FMM_ERR_DEVICE,     /* requested device not available in this build */
+    FMM_ERR_DEVICE,     /* CUDA requested but not built in, or no usable CUDA device */
     FMM_ERR_THREADS,    /* negative thread count */
     FMM_ERR_BOUNDARY,   /* boundary option invalid, or vacuum with net charge */
     FMM_ERR_UNSUPPORTED, /* not available yet: periodic virial of a charged cell or vacuum */
+    FMM_ERR_PARAM,      /* solver parameter out of range (bandwidth, kernel parameter, shape, MAC...) */
+    FMM_ERR_NOCONVERGE, /* an iterative solver did not reach its tolerance */
+    FMM_ERR_IO,         /* a file could not be opened, read or written */
+    FMM_ERR_FORMAT,     /* malformed input file */
+    FMM_ERR_CUDA,       /* a CUDA runtime call failed (launch, copy, synchronisation) */
     FMM_STATUS_COUNT
 };
 
@@ -107,6 +112,10 @@ int fmm_get_info(const fmm_plan *plan, fmm_info *info);
 void fmm_destroy(fmm_plan *plan);
 
 const char *fmm_strerror(int status);
+
+/* Number of usable CUDA devices: 0 when the library was built without CUDA or the
+ * machine has no GPU (GPU tests skip on 0). */
+int fmm_cuda_device_count(void);
 
 /* O(N^2) direct sum (open boundary), OpenMP-parallel; the reference for tests.
  * Same outputs and conventions as fmm_execute; threads = 0 for the OpenMP default. */
