@@ -11,6 +11,7 @@
 #include "core/p2p.h"
 #include "core/panel.h"
 #include "fmm/accuracy.h"
+#include "fmm/fmm_cuda.h"
 #include "m2l/m2l_cpu.h"
 #include "m2l/operators.h"
 #include "pbc/lattice.h"
@@ -35,6 +36,10 @@ struct fmm_plan {
     octree tree;
     double *W, *U;                 /* [nbox][npad] scaled multipoles and locals */
     double *q, *phi, *ex, *ey, *ez; /* particles in tree order */
+    fmm_gpu *gpu;                   /* device = CUDA: the whole evaluation runs there */
+    long gpu_n;
+    int gpu_depth;
+    double gpu_lo[3], gpu_side;
 };
 
 void fmm_default_opts(fmm_opts *o) {
@@ -58,7 +63,9 @@ static int check_opts(const fmm_opts *o) {
     if (o->boundary != FMM_BOUNDARY_TINFOIL && o->boundary != FMM_BOUNDARY_VACUUM)
         return FMM_ERR_BOUNDARY;
     if (o->device != FMM_DEVICE_CPU && o->device != FMM_DEVICE_CUDA) return FMM_ERR_ARG;
+#ifndef FMM_HAVE_CUDA
     if (o->device == FMM_DEVICE_CUDA) return FMM_ERR_DEVICE;
+#endif
     if (o->periodic != 0 && o->periodic != 1) return FMM_ERR_ARG;
     return FMM_OK;
 }
@@ -74,6 +81,9 @@ static void free_points(fmm_plan *P) {
 void fmm_destroy(fmm_plan *P) {
     if (!P) return;
     free_points(P);
+#ifdef FMM_HAVE_CUDA
+    fmm_gpu_destroy(P->gpu);
+#endif
     m2l_operators_free(&P->ops);
     free(P->tr_mem), free(P->zoff), free(P->lattice), free(P->bg), free(P->vtab);
     free(P);
@@ -155,6 +165,17 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
             return FMM_ERR_NOMEM;
         }
     }
+#ifdef FMM_HAVE_CUDA
+    if (opts->device == FMM_DEVICE_CUDA) {
+        const fmm_gpu_setup gs = {P->p, opts->periodic, opts->boundary == FMM_BOUNDARY_TINFOIL, &P->ops,
+                                  P->lattice, P->bg};
+        int grc = fmm_gpu_create(&gs, &P->gpu);
+        if (grc) {
+            fmm_destroy(P);
+            return grc;
+        }
+    }
+#endif
     *plan = P;
     return FMM_OK;
 }
@@ -197,6 +218,19 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
         side = side > 0 ? side * (1 + 1e-12) : 1.0;
         for (int d = 0; d < 3; ++d) lo[d] = 0.5 * (lo[d] + hi[d]) - 0.5 * side;
     }
+#ifdef FMM_HAVE_CUDA
+    if (P->gpu) {
+        /* the device wraps the positions itself and bins them into a uniform tree */
+        free(wrapped);
+        int depth = P->opts.depth >= 0 ? P->opts.depth : fmm_gpu_auto_depth(n, P->p);
+        int rc = fmm_gpu_setpts(P->gpu, n, xyz, lo, side, depth);
+        P->have_pts = rc == FMM_OK;
+        if (rc) return rc;
+        P->gpu_n = n, P->gpu_depth = depth, P->gpu_side = side;
+        memcpy(P->gpu_lo, lo, sizeof P->gpu_lo);
+        return FMM_OK;
+    }
+#endif
     int saved = omp_get_max_threads();
     if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
     octree t;
@@ -226,6 +260,14 @@ int fmm_get_info(const fmm_plan *P, fmm_info *info) {
     info->order = P->p;
     info->leaf_size = P->leaf;
     if (!P->have_pts) return FMM_OK;
+    if (P->gpu) {
+        info->depth = P->gpu_depth;
+        info->nleaves = 1L << (3 * P->gpu_depth);
+        info->nboxes = ((1L << (3 * (P->gpu_depth + 1))) - 1) / 7;
+        info->side = P->gpu_side;
+        for (int d = 0; d < 3; ++d) info->center[d] = P->gpu_lo[d] + 0.5 * P->gpu_side;
+        return FMM_OK;
+    }
     info->depth = P->tree.depth;
     info->nboxes = P->tree.nbox;
     info->nleaves = P->tree.nleaf;
@@ -537,7 +579,7 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     if (!P || !q) return FMM_ERR_ARG;
     if (!P->have_pts) return FMM_ERR_NOPTS;
     const octree *t = &P->tree;
-    const long n = t->n;
+    const long n = P->gpu ? P->gpu_n : t->n;
     double Q = 0, Qabs = 0;
     for (long i = 0; i < n; ++i) {
         if (!isfinite(q[i])) return FMM_ERR_NONFINITE;
@@ -549,6 +591,9 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     /* the periodic virial is derived (and verified) for neutral cells with tin-foil only */
     P->virial = virial && P->opts.periodic;
     if (P->virial && (charged || P->opts.boundary != FMM_BOUNDARY_TINFOIL)) return FMM_ERR_UNSUPPORTED;
+#ifdef FMM_HAVE_CUDA
+    if (P->gpu) return fmm_gpu_execute(P->gpu, q, phi, field, energy, virial);
+#endif
     if (P->virial && !P->vtab) {
         int n2 = harm_ncoef(2 * P->p);
         P->vtab = malloc(sizeof(double) * 18 * (size_t)n2);
@@ -595,4 +640,15 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     }
     if (P->opts.threads > 0) omp_set_num_threads(saved);
     return rc;
+}
+
+int fmm_cuda_time_replays(fmm_plan *P, int reps, double *ms) {
+    if (!P || !ms || reps < 1) return FMM_ERR_ARG;
+#ifdef FMM_HAVE_CUDA
+    if (!P->gpu) return FMM_ERR_DEVICE;
+    if (!P->have_pts) return FMM_ERR_NOPTS;
+    return fmm_gpu_time(P->gpu, reps, ms);
+#else
+    return FMM_ERR_DEVICE;
+#endif
 }

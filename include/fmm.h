@@ -72,7 +72,8 @@ typedef struct fmm_opts {
     int threads;      /* OpenMP threads; 0 = the OpenMP default */
     int periodic;     /* 0 = open boundary, 1 = periodic box */
     int boundary;     /* periodic only: enum fmm_boundary */
-    int device;       /* enum fmm_device */
+    int device;       /* enum fmm_device. CUDA: a uniform tree (depth from n unless given),
+                         order <= 20, the periodic virial not yet available there */
 } fmm_opts;
 
 /* What the plan chose, after fmm_setpts. */
@@ -116,6 +117,17 @@ const char *fmm_strerror(int status);
 /* Number of usable CUDA devices: 0 when the library was built without CUDA or the
  * machine has no GPU (GPU tests skip on 0). */
 int fmm_cuda_device_count(void);
+
+/* CUDA plans (opts.device = FMM_DEVICE_CUDA), for benchmarks: replay the evaluation that the
+ * last fmm_execute ran (binning of the device-resident positions into the tree, far and near
+ * field, outputs on the device) `reps` times as one CUDA graph launch each, and store each
+ * replay's time in ms (CUDA events) in ms[0..reps-1]. */
+int fmm_cuda_time_replays(fmm_plan *plan, int reps, double *ms);
+
+/* All-pairs direct sum (open boundary) on the GPU, double precision: phi (n) and field (3n)
+ * may be NULL; ms (may be NULL) receives the kernel time from CUDA events. FMM_ERR_DEVICE
+ * without a usable CUDA device. */
+int fmm_direct_cuda(long n, const double *xyz, const double *q, double *phi, double *field, double *ms);
 
 /* O(N^2) direct sum (open boundary), OpenMP-parallel; the reference for tests.
  * Same outputs and conventions as fmm_execute; threads = 0 for the OpenMP default. */

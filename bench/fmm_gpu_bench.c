@@ -1,0 +1,215 @@
+/*
+ * fmm-gpu-bench: the whole FMM on the GPU against the CPU FMM (same order and depth) in one
+ * run, with the error against an independent reference and, for open boundaries, the GPU
+ * all-pairs direct sum. One CSV row per run on stdout (header with --header).
+ *
+ *   fmm-gpu-bench (--in FILE.xyzq [--tile K] | --uniform N) [--periodic] [--tolerance T]
+ *                 [--order P] [--depth D] [--reps R] [--cpu-threads T] [--no-cpu]
+ *                 [--reference ewald|tile-ewald|direct|sample|none] [--sample M] [--label NAME] [--header]
+ *
+ * --in reads "x y z q" with a "# box L L L" line (SPC/E boxes of systems/water); --tile K
+ * replicates the box K times per axis (an exactly periodic system whose reference is the
+ * tile's Ewald sum: tile-ewald). GPU time: median and minimum over R replays of the
+ * evaluation graph (binning included; CUDA events). CPU time: one setpts + execute on
+ * T threads. Force error: relative RMS of q E over all atoms.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fmm.h"
+#include "pointsets.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double rel(long n, const double *a, const double *b) {
+    double e = 0, m = 0;
+    for (long i = 0; i < n; ++i) e += (a[i] - b[i]) * (a[i] - b[i]), m += b[i] * b[i];
+    return sqrt(e / m);
+}
+
+/* relative RMS force error: sum |q (E - Eref)|^2 / sum |q Eref|^2 */
+static double force_err(long n, const double *q, const double *E, const double *Er) {
+    double e = 0, m = 0;
+    for (long i = 0; i < n; ++i)
+        for (int d = 0; d < 3; ++d) {
+            double a = q[i] * E[3 * i + d], b = q[i] * Er[3 * i + d];
+            e += (a - b) * (a - b), m += b * b;
+        }
+    return sqrt(e / m);
+}
+
+static double read_box(const char *path) {
+    FILE *f = fopen(path, "r");
+    char line[512];
+    double L = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "# box %lf", &L) == 1) break;
+    if (f) fclose(f);
+    return L;
+}
+
+static void die(const char *what, int rc) {
+    fprintf(stderr, "fmm-gpu-bench: %s: %s\n", what, fmm_strerror(rc));
+    exit(1);
+}
+
+int main(int argc, char **argv) {
+    const char *in = NULL, *label = "run", *refkind = NULL;
+    long nuni = 0;
+    int tile = 1, periodic = 0, reps = 50, cpu_threads = 0, no_cpu = 0, header = 0;
+    long sample = 2000;
+    fmm_opts o;
+    fmm_default_opts(&o);
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--periodic")) periodic = 1;
+        else if (!strcmp(a, "--no-cpu")) no_cpu = 1;
+        else if (!strcmp(a, "--header")) header = 1;
+        else if (!v) {
+            fprintf(stderr, "fmm-gpu-bench: %s needs a value (see the comment at the top of bench/fmm_gpu_bench.c)\n", a);
+            return 2;
+        } else {
+            ++i;
+            if (!strcmp(a, "--in")) in = v;
+            else if (!strcmp(a, "--uniform")) nuni = atol(v);
+            else if (!strcmp(a, "--tile")) tile = atoi(v);
+            else if (!strcmp(a, "--tolerance")) o.tolerance = atof(v);
+            else if (!strcmp(a, "--order")) o.order = atoi(v);
+            else if (!strcmp(a, "--depth")) o.depth = atoi(v);
+            else if (!strcmp(a, "--reps")) reps = atoi(v);
+            else if (!strcmp(a, "--cpu-threads")) cpu_threads = atoi(v);
+            else if (!strcmp(a, "--reference")) refkind = v;
+            else if (!strcmp(a, "--sample")) sample = atol(v);
+            else if (!strcmp(a, "--label")) label = v;
+            else {
+                fprintf(stderr, "fmm-gpu-bench: unknown option %s\n", a);
+                return 2;
+            }
+        }
+    }
+    if (header)
+        printf("label,n,periodic,order,depth,gpu_ms_median,gpu_ms_min,gpu_mpart_per_s,cpu_s,cpu_threads,"
+               "rel_phi_gpu_vs_cpu,rel_field_gpu_vs_cpu,rel_energy_gpu_vs_cpu,reference,rel_phi_ref,rel_force_rms_ref,"
+               "energy,direct_gpu_ms\n");
+    if (!in && nuni < 1) return header ? 0 : 2;
+    /* the system */
+    long n0 = 0;
+    double *x0 = NULL, *q0 = NULL, L0 = 1.0;
+    if (in) {
+        char err[256];
+        if (pts_read_xyzq(in, &n0, &x0, &q0, err, sizeof err)) {
+            fprintf(stderr, "fmm-gpu-bench: %s\n", err);
+            return 1;
+        }
+        L0 = read_box(in);
+        if (periodic && !(L0 > 0)) {
+            fprintf(stderr, "fmm-gpu-bench: %s has no '# box L' line\n", in);
+            return 1;
+        }
+    } else {
+        n0 = nuni;
+        x0 = malloc(sizeof(double) * 3 * n0), q0 = malloc(sizeof(double) * n0);
+        if (!x0 || !q0 || pts_uniform(n0, 12345, x0, q0)) die("uniform set", FMM_ERR_NOMEM);
+    }
+    const long n = n0 * tile * tile * tile;
+    const double L = L0 * tile;
+    double *xyz = malloc(sizeof(double) * 3 * n), *q = malloc(sizeof(double) * n);
+    if (!xyz || !q) die("allocation", FMM_ERR_NOMEM);
+    long k = 0;
+    for (int a = 0; a < tile; ++a)
+        for (int b = 0; b < tile; ++b)
+            for (int c = 0; c < tile; ++c)
+                for (long i = 0; i < n0; ++i, ++k) {
+                    xyz[3 * k] = x0[3 * i] + a * L0, xyz[3 * k + 1] = x0[3 * i + 1] + b * L0;
+                    xyz[3 * k + 2] = x0[3 * i + 2] + c * L0, q[k] = q0[i];
+                }
+    const double box[3] = {L, L, L};
+    o.periodic = periodic;
+    /* GPU */
+    double *phi = malloc(sizeof(double) * n), *field = malloc(sizeof(double) * 3 * n), eg = 0;
+    double *ms = malloc(sizeof(double) * (reps > 0 ? reps : 1));
+    fmm_opts og = o;
+    og.device = FMM_DEVICE_CUDA;
+    fmm_plan *gp;
+    int rc = fmm_makeplan(&og, periodic ? box : NULL, &gp);
+    if (rc) die("GPU plan", rc);
+    fprintf(stderr, "[%s] n %ld: GPU setpts+execute...\n", label, n);
+    if ((rc = fmm_setpts(gp, n, xyz))) die("GPU setpts", rc);
+    if ((rc = fmm_execute(gp, q, phi, field, &eg, NULL))) die("GPU execute", rc);
+    if ((rc = fmm_cuda_time_replays(gp, reps, ms))) die("GPU replays", rc);
+    qsort(ms, reps, sizeof(double), cmp);
+    fmm_info info;
+    fmm_get_info(gp, &info);
+    fmm_destroy(gp);
+    /* CPU at the same order and depth */
+    double cpu_s = NAN, rp = NAN, rf = NAN, re = NAN;
+    if (!no_cpu) {
+        fmm_opts oc = o;
+        oc.order = info.order, oc.depth = info.depth, oc.threads = cpu_threads;
+        double *cphi = malloc(sizeof(double) * n), *cfield = malloc(sizeof(double) * 3 * n), ec = 0;
+        fmm_plan *cp;
+        if ((rc = fmm_makeplan(&oc, periodic ? box : NULL, &cp))) die("CPU plan", rc);
+        fprintf(stderr, "[%s] CPU FMM (p %d, depth %d)...\n", label, info.order, info.depth);
+        double t0 = now();
+        if ((rc = fmm_setpts(cp, n, xyz)) || (rc = fmm_execute(cp, q, cphi, cfield, &ec, NULL))) die("CPU FMM", rc);
+        cpu_s = now() - t0;
+        fmm_destroy(cp);
+        rp = rel(n, phi, cphi), rf = rel(3 * n, field, cfield), re = fabs(eg - ec) / fabs(ec);
+        free(cphi), free(cfield);
+    }
+    /* reference */
+    if (!refkind) refkind = periodic ? (tile > 1 ? "tile-ewald" : "ewald") : "sample";
+    double ref_phi = NAN, ref_force = NAN, direct_ms = NAN;
+    double *rphi = malloc(sizeof(double) * n), *rfield = malloc(sizeof(double) * 3 * n);
+    fprintf(stderr, "[%s] reference %s...\n", label, refkind);
+    if (!strcmp(refkind, "ewald") || !strcmp(refkind, "tile-ewald")) {
+        const int t = !strcmp(refkind, "tile-ewald");
+        const double b0[3] = {L0, L0, L0};
+        if ((rc = fmm_ewald(t ? n0 : n, t ? x0 : xyz, t ? q0 : q, t ? b0 : box, 1e-10, rphi, rfield, NULL, NULL, 0)))
+            die("Ewald", rc);
+        if (t) /* every copy of a tile atom sees the tile atom's periodic potential */
+            for (long c = n - 1; c >= 0; --c) {
+                long i = c % n0;
+                rphi[c] = rphi[i];
+                for (int d = 0; d < 3; ++d) rfield[3 * c + d] = rfield[3 * i + d];
+            }
+        ref_phi = rel(n, phi, rphi), ref_force = force_err(n, q, field, rfield);
+    } else if (!strcmp(refkind, "direct")) {
+        if ((rc = fmm_direct_cuda(n, xyz, q, rphi, rfield, &direct_ms))) die("GPU direct sum", rc);
+        ref_phi = rel(n, phi, rphi), ref_force = force_err(n, q, field, rfield);
+    } else if (!strcmp(refkind, "sample")) {
+        long m = sample < n ? sample : n, *idx = malloc(sizeof(long) * m);
+        double *sp = malloc(sizeof(double) * m), *sf = malloc(sizeof(double) * 3 * m);
+        double *gp_ = malloc(sizeof(double) * m), *gf = malloc(sizeof(double) * 3 * m), *sq = malloc(sizeof(double) * m);
+        for (long i = 0; i < m; ++i) idx[i] = (long)((double)i * n / m);
+        if ((rc = fmm_direct_targets(n, xyz, q, m, idx, sp, sf, 0))) die("sampled direct sum", rc);
+        for (long i = 0; i < m; ++i) {
+            gp_[i] = phi[idx[i]], sq[i] = q[idx[i]];
+            for (int d = 0; d < 3; ++d) gf[3 * i + d] = field[3 * idx[i] + d];
+        }
+        ref_phi = rel(m, gp_, sp), ref_force = force_err(m, sq, gf, sf);
+        free(idx), free(sp), free(sf), free(gp_), free(gf), free(sq);
+    }
+    if (!periodic && isnan(direct_ms) && n <= 4000000) {
+        if ((rc = fmm_direct_cuda(n, xyz, q, NULL, NULL, &direct_ms))) die("GPU direct sum", rc);
+    }
+    printf("%s,%ld,%d,%d,%d,%.4f,%.4f,%.1f,%.4f,%d,%.3e,%.3e,%.3e,%s,%.3e,%.3e,%.10e,%.3f\n", label, n, periodic,
+           info.order, info.depth, ms[reps / 2], ms[0], n / (ms[reps / 2] * 1e-3) / 1e6, cpu_s,
+           cpu_threads ? cpu_threads : omp_get_max_threads(), rp, rf, re, refkind, ref_phi, ref_force, eg, direct_ms);
+    fflush(stdout);
+    free(xyz), free(q), free(x0), free(q0), free(phi), free(field), free(ms), free(rphi), free(rfield);
+    return 0;
+}

@@ -1,0 +1,679 @@
+/* The Coulomb FMM on one CUDA device: see fmm/fmm_cuda.h. */
+#include "fmm/fmm_cuda.h"
+
+#include <cub/cub.cuh>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/harmonics.h"
+#include "core/harmonics_device.cuh"
+#include "fmm.h"
+#include "m2l/m2l_gpu.h"
+
+#define CU(call)                                                                              \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) return e_ == cudaErrorMemoryAllocation ? FMM_ERR_NOMEM : FMM_ERR_CUDA; \
+    } while (0)
+#define TRY(call)                                                                             \
+    do {                                                                                      \
+        int rc_ = (call);                                                                     \
+        if (rc_) return rc_;                                                                  \
+    } while (0)
+
+#define KEYBITS 20 /* the CPU octree's integer grid (core/octree.c): 2^20 cells per axis */
+enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_N = 16 };
+enum { G_LO = 0, G_SIDE = 3, G_SCALE = 4, G_N = 5 };
+
+struct fmm_gpu {
+    int p, nc, periodic, tinfoil, depth;
+    long n, cap;
+    m2l_gpu_ops m2l;
+    double *m2mT, *l2lT; /* [8 octants][nc in][nc out] */
+    double *lattice, *bg;
+    double *xyz, *qin, *xw;       /* caller order: input positions, charges, wrapped positions */
+    unsigned *key, *key2;
+    int *idx, *perm;              /* tree position -> caller index */
+    double *x, *y, *z, *q;        /* tree order */
+    int *cs, *ce;                 /* particles of leaf c: [cs[c], ce[c]) */
+    double *far, *near, *out;     /* [4][n]: phi, ex, ey, ez (tree order); out: phi[n], field[3n] caller order */
+    double *W, *U;                /* all levels, level l at box offset (8^l - 1)/7 */
+    long nbox, cap_box;
+    double *geom, *red;
+    void *tmp;
+    size_t tmp_bytes;
+    cudaStream_t s0, s1;
+    cudaEvent_t fork, join, t0, t1;
+    cudaGraphExec_t exec;
+    int graph_n, graph_depth;
+};
+
+static inline long level_offset(int l) { return ((1L << (3 * l)) - 1) / 7; }
+
+/* ---------------------------------------------------------------- reductions */
+
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ void warp_add(double *dst, double v) {
+    v = warp_sum(v);
+    if ((threadIdx.x & 31) == 0) atomicAdd(dst, v);
+}
+
+/* ---------------------------------------------------------------- binning */
+
+__global__ void k_bin(long n, const double *__restrict__ xyz, const double *__restrict__ geom, int periodic, int depth,
+                      double *__restrict__ xw, unsigned *__restrict__ key, int *__restrict__ idx) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const double L = geom[G_SIDE], scale = geom[G_SCALE];
+    const long top = (1L << KEYBITS) - 1;
+    unsigned c[3];
+    for (int d = 0; d < 3; ++d) {
+        double v = xyz[3 * i + d];
+        if (periodic) {
+            v = v - L * floor(v / L);
+            v = v < L ? v : 0.0;
+        }
+        xw[3 * i + d] = v;
+        long u = (long)floor((v - geom[G_LO + d]) * scale);
+        u = u < 0 ? 0 : (u > top ? top : u);
+        c[d] = (unsigned)(u >> (KEYBITS - depth));
+    }
+    const unsigned s = 1u << depth;
+    key[i] = c[0] + s * (c[1] + s * c[2]);
+    idx[i] = (int)i;
+}
+
+__global__ void k_ranges(long n, const unsigned *__restrict__ key, int *__restrict__ cs, int *__restrict__ ce) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const unsigned k = key[i];
+    if (i == 0 || key[i - 1] != k) cs[k] = (int)i;
+    if (i == n - 1 || key[i + 1] != k) ce[k] = (int)i + 1;
+}
+
+__global__ void k_gather(long n, const int *__restrict__ perm, const double *__restrict__ xw,
+                         const double *__restrict__ qin, double *__restrict__ x, double *__restrict__ y,
+                         double *__restrict__ z, double *__restrict__ q) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const long j = perm[i];
+    x[i] = xw[3 * j], y[i] = xw[3 * j + 1], z[i] = xw[3 * j + 2], q[i] = qin[j];
+}
+
+/* ---------------------------------------------------------------- particle operators */
+
+__device__ __forceinline__ void leaf_centre(long c, int depth, const double *geom, double ctr[3], double *h) {
+    const long s = 1L << depth;
+    const long ix[3] = {c % s, c / s % s, c / (s * s)};
+    *h = geom[G_SIDE] / (double)s;
+    for (int d = 0; d < 3; ++d) ctr[d] = geom[G_LO + d] + (ix[d] + 0.5) * *h;
+}
+
+template <int P> struct p2m_visitor {
+    double q;
+    double *acc;
+    __device__ __forceinline__ void operator()(int l, int m, double re, double im) {
+        const double a = warp_sum(q * re);
+        if ((threadIdx.x & 31) == 0) acc[hd_re(l, m)] += a;
+        if (m) {
+            const double b = warp_sum(q * im);
+            if ((threadIdx.x & 31) == 0) acc[hd_im(l, m)] += b;
+        }
+    }
+};
+
+/* one warp per leaf: W_leaf = sum q R((x - c)/h) */
+template <int P>
+__global__ void __launch_bounds__(128) k_p2m(const double *__restrict__ x, const double *__restrict__ y,
+                                             const double *__restrict__ z, const double *__restrict__ q,
+                                             const int *__restrict__ cs, const int *__restrict__ ce, int depth,
+                                             const double *__restrict__ geom, double *__restrict__ W) {
+    constexpr int NC = hd_ncoef(P);
+    __shared__ double acc_all[4][NC];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const long c = (long)blockIdx.x * 4 + warp, nleaf = 1L << (3 * depth);
+    if (c >= nleaf) return;
+    double *acc = acc_all[warp];
+    for (int k = lane; k < NC; k += 32) acc[k] = 0.0;
+    __syncwarp();
+    double ctr[3], h;
+    leaf_centre(c, depth, geom, ctr, &h);
+    const double ih = 1.0 / h;
+    const int b = cs[c], e = ce[c];
+    p2m_visitor<P> vis{0.0, acc};
+    for (int base = b; base < e; base += 32) {
+        const int i = base + lane;
+        const bool ok = i < e;
+        vis.q = ok ? q[i] : 0.0;
+        regular_visit<P>(ok ? (x[i] - ctr[0]) * ih : 0.0, ok ? (y[i] - ctr[1]) * ih : 0.0,
+                         ok ? (z[i] - ctr[2]) * ih : 0.0, vis);
+    }
+    __syncwarp();
+    for (int k = lane; k < NC; k += 32) W[c * NC + k] = acc[k];
+}
+
+/* one warp per leaf: far-field potential and field of the leaf's local expansion */
+template <int P>
+__global__ void __launch_bounds__(128) k_l2p(const double *__restrict__ x, const double *__restrict__ y,
+                                             const double *__restrict__ z, const int *__restrict__ cs,
+                                             const int *__restrict__ ce, int depth, const double *__restrict__ geom,
+                                             const double *__restrict__ U, long n, double *__restrict__ far) {
+    constexpr int NC = hd_ncoef(P);
+    __shared__ double u_all[4][NC];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const long c = (long)blockIdx.x * 4 + warp, nleaf = 1L << (3 * depth);
+    if (c >= nleaf) return;
+    double *u = u_all[warp];
+    for (int k = lane; k < NC; k += 32) u[k] = U[c * NC + k];
+    __syncwarp();
+    double ctr[3], h;
+    leaf_centre(c, depth, geom, ctr, &h);
+    const double ih = 1.0 / h, ih2 = ih * ih;
+    for (int i = cs[c] + lane; i < ce[c]; i += 32) {
+        l2p_visitor<P> vis{u, 0.0, 0.0, 0.0, 0.0};
+        regular_visit<P>((x[i] - ctr[0]) * ih, (y[i] - ctr[1]) * ih, (z[i] - ctr[2]) * ih, vis);
+        far[i] = vis.f * ih;
+        far[n + i] = vis.sr * ih2;
+        far[2 * n + i] = vis.si * ih2;
+        far[3 * n + i] = -vis.dz * ih2;
+    }
+}
+
+/* one warp per target leaf, sources of the 27 neighbours (periodic images) staged per warp */
+__global__ void __launch_bounds__(128) k_p2p(const double *__restrict__ x, const double *__restrict__ y,
+                                             const double *__restrict__ z, const double *__restrict__ q,
+                                             const int *__restrict__ cs, const int *__restrict__ ce, int depth,
+                                             int periodic, const double *__restrict__ geom, long n,
+                                             double *__restrict__ near) {
+    __shared__ double sx_all[4][32], sy_all[4][32], sz_all[4][32], sq_all[4][32];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int s = 1 << depth;
+    const long t = (long)blockIdx.x * 4 + warp, nleaf = (long)s * s * s;
+    if (t >= nleaf) return;
+    double *sx = sx_all[warp], *sy = sy_all[warp], *sz = sz_all[warp], *sq = sq_all[warp];
+    const int tix[3] = {(int)(t % s), (int)(t / s % s), (int)(t / ((long)s * s))};
+    const double L = geom[G_SIDE];
+    for (int tb = cs[t]; tb < ce[t]; tb += 32) {
+        const int i = tb + lane;
+        const bool ok = i < ce[t];
+        const double xi = ok ? x[i] : 0.0, yi = ok ? y[i] : 0.0, zi = ok ? z[i] : 0.0;
+        double pt = 0.0, fx = 0.0, fy = 0.0, fz = 0.0;
+        for (int nb = 0; nb < 27; ++nb) {
+            int c[3] = {tix[0] + nb % 3 - 1, tix[1] + nb / 3 % 3 - 1, tix[2] + nb / 9 - 1};
+            double sh[3] = {0.0, 0.0, 0.0};
+            bool skip = false;
+            for (int d = 0; d < 3; ++d) {
+                if (c[d] < 0 || c[d] >= s) {
+                    if (!periodic) skip = true;
+                    sh[d] = c[d] < 0 ? -L : L;
+                    c[d] = c[d] < 0 ? c[d] + s : c[d] - s;
+                }
+            }
+            if (skip) continue;
+            const long src = c[0] + (long)s * (c[1] + (long)s * c[2]);
+            const int b = cs[src], e = ce[src];
+            for (int sb = b; sb < e; sb += 32) {
+                const int j = sb + lane, cnt = min(32, e - sb);
+                if (j < e) sx[lane] = x[j] + sh[0], sy[lane] = y[j] + sh[1], sz[lane] = z[j] + sh[2], sq[lane] = q[j];
+                __syncwarp();
+                if (ok)
+                    for (int k = 0; k < cnt; ++k) {
+                        const double dx = xi - sx[k], dy = yi - sy[k], dz = zi - sz[k];
+                        const double r2 = dx * dx + dy * dy + dz * dz;
+                        if (r2 > 0.0) {
+                            const double rinv = rsqrt(r2), qr = sq[k] * rinv, qr3 = qr * rinv * rinv;
+                            pt += qr, fx += qr3 * dx, fy += qr3 * dy, fz += qr3 * dz;
+                        }
+                    }
+                __syncwarp();
+            }
+        }
+        if (ok) near[i] = pt, near[n + i] = fx, near[2 * n + i] = fy, near[3 * n + i] = fz;
+    }
+}
+
+/* ---------------------------------------------------------------- translations between levels */
+
+#define PB 4 /* parents per block */
+
+/* W(parent level lp) = sum over the 8 children of M2M_o W(child) */
+template <int P>
+__global__ void __launch_bounds__(128) k_m2m(const double *__restrict__ MT, int lp, const double *__restrict__ Wc,
+                                             double *__restrict__ Wp) {
+    constexpr int NC = hd_ncoef(P);
+    extern __shared__ double ws[]; /* [PB][8][NC] */
+    const long sp = 1L << lp, np = sp * sp * sp, p0 = (long)blockIdx.x * PB, sc = 2 * sp;
+    for (int id = threadIdx.x; id < PB * 8 * NC; id += blockDim.x) {
+        const int j = id % NC, o = id / NC % 8, pb = id / (8 * NC);
+        const long par = p0 + pb;
+        double v = 0.0;
+        if (par < np) {
+            const long px = par % sp, py = par / sp % sp, pz = par / (sp * sp);
+            const long ch = (2 * px + (o & 1)) + sc * ((2 * py + (o >> 1 & 1)) + sc * (2 * pz + (o >> 2 & 1)));
+            v = Wc[ch * NC + j];
+        }
+        ws[id] = v;
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < NC; k += blockDim.x) {
+        double acc[PB] = {0.0};
+        for (int o = 0; o < 8; ++o)
+            for (int j = 0; j < NC; ++j) {
+                const double m = MT[((size_t)o * NC + j) * NC + k];
+#pragma unroll
+                for (int pb = 0; pb < PB; ++pb) acc[pb] = fma(m, ws[(pb * 8 + o) * NC + j], acc[pb]);
+            }
+#pragma unroll
+        for (int pb = 0; pb < PB; ++pb)
+            if (p0 + pb < np) Wp[(p0 + pb) * NC + k] = acc[pb];
+    }
+}
+
+/* U(children of level lp) += L2L_o U(parent) */
+template <int P>
+__global__ void __launch_bounds__(128) k_l2l(const double *__restrict__ LT, int lp, const double *__restrict__ Up,
+                                             double *__restrict__ Uc) {
+    constexpr int NC = hd_ncoef(P);
+    extern __shared__ double us[]; /* [PB][NC] */
+    const long sp = 1L << lp, np = sp * sp * sp, p0 = (long)blockIdx.x * PB, sc = 2 * sp;
+    for (int id = threadIdx.x; id < PB * NC; id += blockDim.x) {
+        const long par = p0 + id / NC;
+        us[id] = par < np ? Up[par * NC + id % NC] : 0.0;
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < NC; k += blockDim.x)
+        for (int o = 0; o < 8; ++o) {
+            double acc[PB] = {0.0};
+            for (int j = 0; j < NC; ++j) {
+                const double m = LT[((size_t)o * NC + j) * NC + k];
+#pragma unroll
+                for (int pb = 0; pb < PB; ++pb) acc[pb] = fma(m, us[pb * NC + j], acc[pb]);
+            }
+#pragma unroll
+            for (int pb = 0; pb < PB; ++pb) {
+                const long par = p0 + pb;
+                if (par >= np) continue;
+                const long px = par % sp, py = par / sp % sp, pz = par / (sp * sp);
+                const long ch = (2 * px + (o & 1)) + sc * ((2 * py + (o >> 1 & 1)) + sc * (2 * pz + (o >> 2 & 1)));
+                Uc[ch * NC + k] += acc[pb];
+            }
+        }
+}
+
+/* periodic: U_root = Lambda (W_root - Q b), charge term dropped (the cell is neutralised) */
+__global__ void k_lattice(int nc, const double *__restrict__ lat, const double *__restrict__ bg,
+                          const double *__restrict__ W0, double *__restrict__ U0) {
+    extern __shared__ double wn[];
+    const double Q = W0[0];
+    for (int j = threadIdx.x; j < nc; j += blockDim.x) wn[j] = j ? W0[j] - Q * bg[j] : 0.0;
+    __syncthreads();
+    for (int k = threadIdx.x; k < nc; k += blockDim.x) {
+        double s = 0.0;
+        for (int j = 0; j < nc; ++j) s = fma(lat[(size_t)k * nc + j], wn[j], s);
+        U0[k] = s;
+    }
+}
+
+/* ---------------------------------------------------------------- periodic corrections, outputs */
+
+__global__ void k_moments(long n, const double *__restrict__ x, const double *__restrict__ y,
+                          const double *__restrict__ z, const double *__restrict__ q,
+                          const double *__restrict__ geom, double *__restrict__ red) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const double h = 0.5 * geom[G_SIDE];
+    double Y[3] = {0, 0, 0}, qi = 0.0;
+    if (i < n) {
+        qi = q[i];
+        Y[0] = x[i] - geom[G_LO] - h, Y[1] = y[i] - geom[G_LO + 1] - h, Y[2] = z[i] - geom[G_LO + 2] - h;
+    }
+    warp_add(red + RED_Q, qi);
+    for (int d = 0; d < 3; ++d) warp_add(red + RED_D + d, qi * Y[d]);
+    warp_add(red + RED_S2, qi * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]));
+}
+
+/* potential of the uniform unit-density cube [-h, h]^3 (pbc/lattice.c) */
+__device__ double cube_F(double x, double y, double z) {
+    double r = sqrt(x * x + y * y + z * z);
+    return y * z * log(x + r) + x * z * log(y + r) + x * y * log(z + r) - 0.5 * x * x * atan(y * z / (x * r)) -
+           0.5 * y * y * atan(x * z / (y * r)) - 0.5 * z * z * atan(x * y / (z * r));
+}
+__device__ double cube_Fx(double x, double y, double z) {
+    double r = sqrt(x * x + y * y + z * z);
+    return y * log(z + r) + z * log(y + r) - x * atan(y * z / (x * r));
+}
+__device__ void cube_potential(double h, const double Y[3], double *phi, double g[3]) {
+    double p = 0;
+    g[0] = g[1] = g[2] = 0;
+    for (int sx = 0; sx < 2; ++sx)
+        for (int sy = 0; sy < 2; ++sy)
+            for (int sz = 0; sz < 2; ++sz) {
+                double s = ((3 - sx - sy - sz) & 1) ? -1.0 : 1.0;
+                double u[3] = {(sx ? h : -h) - Y[0], (sy ? h : -h) - Y[1], (sz ? h : -h) - Y[2]};
+                p += s * cube_F(u[0], u[1], u[2]);
+                g[0] -= s * cube_Fx(u[0], u[1], u[2]);
+                g[1] -= s * cube_Fx(u[1], u[2], u[0]);
+                g[2] -= s * cube_Fx(u[2], u[0], u[1]);
+            }
+    *phi = p;
+}
+
+__global__ void k_final(long n, int periodic, int tinfoil, const int *__restrict__ perm, const double *__restrict__ x,
+                        const double *__restrict__ y, const double *__restrict__ z, const double *__restrict__ q,
+                        const double *__restrict__ far, const double *__restrict__ near,
+                        const double *__restrict__ geom, double *__restrict__ red, double *__restrict__ out) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    double e = 0.0, vir[9] = {0};
+    if (i < n) {
+        double ph = far[i] + near[i], E[3];
+        for (int d = 0; d < 3; ++d) E[d] = far[(d + 1) * n + i] + near[(d + 1) * n + i];
+        const double L = geom[G_SIDE], hL = 0.5 * L;
+        const double Y[3] = {x[i] - geom[G_LO] - hL, y[i] - geom[G_LO + 1] - hL, z[i] - geom[G_LO + 2] - hL};
+        if (periodic) {
+            const double V = L * L * L, pi = 3.14159265358979323846, Q = red[RED_Q];
+            if (Q != 0.0) {
+                double pb, gb[3];
+                cube_potential(1.5 * L, Y, &pb, gb);
+                ph -= Q / V * pb;
+                for (int d = 0; d < 3; ++d) E[d] += Q / V * gb[d];
+            }
+            if (tinfoil) {
+                const double *D = red + RED_D, kd = 4 * pi / (3 * V);
+                const double k0 = 2 * pi / (3 * V) * (red[RED_S2] - Q * L * L / 4);
+                ph += k0 - kd * (D[0] * Y[0] + D[1] * Y[1] + D[2] * Y[2]);
+                for (int d = 0; d < 3; ++d) E[d] += kd * D[d];
+            }
+        }
+        const long j = perm[i];
+        out[j] = ph;
+        for (int d = 0; d < 3; ++d) out[n + 3 * j + d] = E[d];
+        e = 0.5 * q[i] * ph;
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) vir[3 * a + b] = q[i] * E[a] * Y[b];
+    }
+    warp_add(red + RED_ENERGY, e);
+    if (!periodic)
+        for (int k = 0; k < 9; ++k) warp_add(red + RED_VIR + k, vir[k]);
+}
+
+/* ---------------------------------------------------------------- per-order dispatch */
+
+struct order_kernels {
+    void (*p2m)(const double *, const double *, const double *, const double *, const int *, const int *, int,
+                const double *, double *);
+    void (*l2p)(const double *, const double *, const double *, const int *, const int *, int, const double *,
+                const double *, long, double *);
+    void (*m2m)(const double *, int, const double *, double *);
+    void (*l2l)(const double *, int, const double *, double *);
+};
+template <int P> static order_kernels kernels_of() { return {k_p2m<P>, k_l2p<P>, k_m2m<P>, k_l2l<P>}; }
+static order_kernels order_table(int p) {
+    switch (p) {
+#define CASE(P) \
+    case P: return kernels_of<P>();
+        CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8) CASE(9) CASE(10)
+        CASE(11) CASE(12) CASE(13) CASE(14) CASE(15) CASE(16) CASE(17) CASE(18) CASE(19) CASE(20)
+#undef CASE
+    }
+    return order_kernels{};
+}
+
+/* ---------------------------------------------------------------- host side */
+
+static int upload(double **d, const double *h, size_t count) {
+    CU(cudaMalloc((void **)d, sizeof(double) * count));
+    CU(cudaMemcpy(*d, h, sizeof(double) * count, cudaMemcpyHostToDevice));
+    return FMM_OK;
+}
+
+/* dense child<->parent translation of each octant o (bit a set: child in the upper half of
+ * axis a), transposed to [in][out] */
+static int child_matrices(int p, int up, double **d) {
+    const int nc = harm_ncoef(p);
+    const size_t nn = (size_t)nc * nc;
+    double *A = (double *)malloc(sizeof(double) * nn), *T = (double *)malloc(sizeof(double) * 8 * nn);
+    int rc = FMM_ERR_NOMEM;
+    if (A && T) {
+        for (int o = 0; o < 8; ++o) {
+            const double s[3] = {o & 1 ? 0.25 : -0.25, o & 2 ? 0.25 : -0.25, o & 4 ? 0.25 : -0.25};
+            if (up)
+                harm_m2m_matrix(p, s, A);
+            else
+                harm_l2l_matrix(p, s, A);
+            for (int k = 0; k < nc; ++k)
+                for (int j = 0; j < nc; ++j) T[o * nn + (size_t)j * nc + k] = A[(size_t)k * nc + j];
+        }
+        rc = upload(d, T, 8 * nn);
+    }
+    free(A), free(T);
+    return rc;
+}
+
+extern "C" int fmm_gpu_auto_depth(long n, int p) {
+    const double per_leaf = p <= 8 ? 32.0 : 64.0;
+    const double d = log((double)n / per_leaf) / log(8.0);
+    int D = (int)floor(d + 0.5);
+    return D < 0 ? 0 : (D > 8 ? 8 : D);
+}
+
+extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
+    if (!g) return;
+    if (g->exec) cudaGraphExecDestroy(g->exec);
+    m2l_gpu_ops_free(&g->m2l);
+    void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->xyz, g->qin, g->xw, g->key, g->key2, g->idx, g->perm,
+                    g->x, g->cs, g->ce, g->far, g->near, g->out, g->W, g->U, g->geom, g->red, g->tmp};
+    for (void *p : ptrs) cudaFree(p);
+    if (g->s0) cudaStreamDestroy(g->s0);
+    if (g->s1) cudaStreamDestroy(g->s1);
+    if (g->fork) cudaEventDestroy(g->fork);
+    if (g->join) cudaEventDestroy(g->join);
+    if (g->t0) cudaEventDestroy(g->t0);
+    if (g->t1) cudaEventDestroy(g->t1);
+    free(g);
+}
+
+static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
+    const int p = s->p, nc = harm_ncoef(p);
+    g->p = p, g->nc = nc, g->periodic = s->periodic, g->tinfoil = s->tinfoil;
+    TRY(m2l_gpu_ops_init(&g->m2l, s->ops, 0));
+    TRY(child_matrices(p, 1, &g->m2mT));
+    TRY(child_matrices(p, 0, &g->l2lT));
+    if (s->periodic) {
+        TRY(upload(&g->lattice, s->lattice, (size_t)nc * nc));
+        TRY(upload(&g->bg, s->bg, nc));
+    }
+    CU(cudaMalloc((void **)&g->geom, sizeof(double) * G_N));
+    CU(cudaMalloc((void **)&g->red, sizeof(double) * RED_N));
+    CU(cudaStreamCreateWithFlags(&g->s0, cudaStreamNonBlocking));
+    CU(cudaStreamCreateWithFlags(&g->s1, cudaStreamNonBlocking));
+    CU(cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&g->join, cudaEventDisableTiming));
+    CU(cudaEventCreate(&g->t0));
+    CU(cudaEventCreate(&g->t1));
+    /* shared-memory opt-ins of this order's kernels, outside any capture */
+    order_kernels K = order_table(p);
+    CU(cudaFuncSetAttribute((const void *)K.m2m, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)(sizeof(double) * PB * 8 * nc)));
+    return FMM_OK;
+}
+
+extern "C" int fmm_gpu_create(const fmm_gpu_setup *s, fmm_gpu **out) {
+    *out = NULL;
+    if (s->p < 1 || s->p > FMM_GPU_PMAX) return FMM_ERR_ORDER;
+    if (fmm_cuda_device_count() < 1) return FMM_ERR_DEVICE;
+    fmm_gpu *g = (fmm_gpu *)calloc(1, sizeof *g);
+    if (!g) return FMM_ERR_NOMEM;
+    int rc = create(s, g);
+    if (rc) {
+        fmm_gpu_destroy(g);
+        return rc;
+    }
+    *out = g;
+    return FMM_OK;
+}
+
+static int alloc_particles(fmm_gpu *g, long n) {
+    if (n <= g->cap) return FMM_OK;
+    void *ptrs[] = {g->xyz, g->qin, g->xw, g->key, g->key2, g->idx, g->perm, g->x, g->far, g->near, g->out, g->tmp};
+    for (void *p : ptrs) cudaFree(p);
+    g->xyz = g->qin = g->xw = g->x = g->far = g->near = g->out = NULL;
+    g->key = g->key2 = NULL, g->idx = g->perm = NULL, g->tmp = NULL;
+    g->cap = 0;
+    CU(cudaMalloc((void **)&g->xyz, sizeof(double) * 3 * n));
+    CU(cudaMalloc((void **)&g->qin, sizeof(double) * n));
+    CU(cudaMalloc((void **)&g->xw, sizeof(double) * 3 * n));
+    CU(cudaMalloc((void **)&g->key, sizeof(unsigned) * n));
+    CU(cudaMalloc((void **)&g->key2, sizeof(unsigned) * n));
+    CU(cudaMalloc((void **)&g->idx, sizeof(int) * n));
+    CU(cudaMalloc((void **)&g->perm, sizeof(int) * n));
+    CU(cudaMalloc((void **)&g->x, sizeof(double) * 4 * n));
+    g->y = g->x + n, g->z = g->x + 2 * n, g->q = g->x + 3 * n;
+    CU(cudaMalloc((void **)&g->far, sizeof(double) * 4 * n));
+    CU(cudaMalloc((void **)&g->near, sizeof(double) * 4 * n));
+    CU(cudaMalloc((void **)&g->out, sizeof(double) * 4 * n));
+    g->tmp_bytes = 0;
+    CU(cub::DeviceRadixSort::SortPairs(NULL, g->tmp_bytes, g->key, g->key2, g->idx, g->perm, (int)n, 0, 3 * 8));
+    CU(cudaMalloc(&g->tmp, g->tmp_bytes));
+    g->cap = n;
+    return FMM_OK;
+}
+
+static int alloc_tree(fmm_gpu *g, int depth) {
+    const long nleaf = 1L << (3 * depth), nbox = level_offset(depth + 1);
+    if (nbox <= g->cap_box) return FMM_OK;
+    cudaFree(g->W), cudaFree(g->U), cudaFree(g->cs), cudaFree(g->ce);
+    g->W = g->U = NULL, g->cs = g->ce = NULL, g->cap_box = 0;
+    CU(cudaMalloc((void **)&g->W, sizeof(double) * g->nc * nbox));
+    CU(cudaMalloc((void **)&g->U, sizeof(double) * g->nc * nbox));
+    CU(cudaMalloc((void **)&g->cs, sizeof(int) * nleaf));
+    CU(cudaMalloc((void **)&g->ce, sizeof(int) * nleaf));
+    g->cap_box = nbox;
+    return FMM_OK;
+}
+
+static inline unsigned blocks(long n, int t) { return (unsigned)((n + t - 1) / t); }
+
+/* the whole evaluation, queued on s0 (and s1 for the near field) */
+static int enqueue(fmm_gpu *g) {
+    const long n = g->n;
+    const int D = g->depth, nc = g->nc;
+    const long nleaf = 1L << (3 * D);
+    cudaStream_t s0 = g->s0, s1 = g->s1;
+    order_kernels K = order_table(g->p);
+    CU(cudaMemsetAsync(g->red, 0, sizeof(double) * RED_N, s0));
+    CU(cudaMemsetAsync(g->cs, 0, sizeof(int) * nleaf, s0));
+    CU(cudaMemsetAsync(g->ce, 0, sizeof(int) * nleaf, s0));
+    k_bin<<<blocks(n, 256), 256, 0, s0>>>(n, g->xyz, g->geom, g->periodic, D, g->xw, g->key, g->idx);
+    size_t tb = g->tmp_bytes;
+    CU(cub::DeviceRadixSort::SortPairs(g->tmp, tb, g->key, g->key2, g->idx, g->perm, (int)n, 0, 3 * D > 0 ? 3 * D : 1,
+                                       s0));
+    k_ranges<<<blocks(n, 256), 256, 0, s0>>>(n, g->key2, g->cs, g->ce);
+    k_gather<<<blocks(n, 256), 256, 0, s0>>>(n, g->perm, g->xw, g->qin, g->x, g->y, g->z, g->q);
+    CU(cudaGetLastError());
+    /* near field on s1 */
+    CU(cudaEventRecord(g->fork, s0));
+    CU(cudaStreamWaitEvent(s1, g->fork, 0));
+    k_p2p<<<blocks(nleaf, 4), 128, 0, s1>>>(g->x, g->y, g->z, g->q, g->cs, g->ce, D, g->periodic, g->geom, n, g->near);
+    CU(cudaGetLastError());
+    CU(cudaEventRecord(g->join, s1));
+    /* far field on s0 */
+    if (g->periodic) k_moments<<<blocks(n, 256), 256, 0, s0>>>(n, g->x, g->y, g->z, g->q, g->geom, g->red);
+    K.p2m<<<blocks(nleaf, 4), 128, 0, s0>>>(g->x, g->y, g->z, g->q, g->cs, g->ce, D, g->geom,
+                                            g->W + level_offset(D) * nc);
+    for (int l = D - 1; l >= 0; --l)
+        K.m2m<<<blocks(1L << (3 * l), PB), 128, sizeof(double) * PB * 8 * nc, s0>>>(
+            g->m2mT, l, g->W + level_offset(l + 1) * nc, g->W + level_offset(l) * nc);
+    CU(cudaGetLastError());
+    if (g->periodic) {
+        k_lattice<<<1, 256, sizeof(double) * nc, s0>>>(nc, g->lattice, g->bg, g->W, g->U);
+        for (int l = 1; l <= D; ++l)
+            TRY(m2l_gpu_tiled(&g->m2l, l, 1, g->W + level_offset(l) * nc, g->U + level_offset(l) * nc, s0));
+    } else {
+        /* levels 0 and 1 have no well-separated boxes */
+        CU(cudaMemsetAsync(g->U, 0, sizeof(double) * nc * level_offset(D < 1 ? 1 : 2), s0));
+        for (int l = 2; l <= D; ++l)
+            TRY(m2l_gpu_tiled(&g->m2l, l, 0, g->W + level_offset(l) * nc, g->U + level_offset(l) * nc, s0));
+    }
+    for (int l = 0; l < D; ++l)
+        K.l2l<<<blocks(1L << (3 * l), PB), 128, sizeof(double) * PB * nc, s0>>>(
+            g->l2lT, l, g->U + level_offset(l) * nc, g->U + level_offset(l + 1) * nc);
+    K.l2p<<<blocks(nleaf, 4), 128, 0, s0>>>(g->x, g->y, g->z, g->cs, g->ce, D, g->geom, g->U + level_offset(D) * nc, n,
+                                            g->far);
+    CU(cudaGetLastError());
+    CU(cudaStreamWaitEvent(s0, g->join, 0));
+    k_final<<<blocks(n, 256), 256, 0, s0>>>(n, g->periodic, g->tinfoil, g->perm, g->x, g->y, g->z, g->q, g->far,
+                                            g->near, g->geom, g->red, g->out);
+    CU(cudaGetLastError());
+    return FMM_OK;
+}
+
+static int capture(fmm_gpu *g) {
+    if (g->exec) cudaGraphExecDestroy(g->exec);
+    g->exec = NULL;
+    cudaGraph_t graph;
+    CU(cudaStreamBeginCapture(g->s0, cudaStreamCaptureModeThreadLocal));
+    int rc = enqueue(g);
+    cudaError_t e = cudaStreamEndCapture(g->s0, &graph);
+    if (rc) {
+        if (e == cudaSuccess) cudaGraphDestroy(graph);
+        return rc;
+    }
+    CU(e);
+    e = cudaGraphInstantiate(&g->exec, graph, 0);
+    cudaGraphDestroy(graph);
+    CU(e);
+    g->graph_n = (int)g->n, g->graph_depth = g->depth;
+    return FMM_OK;
+}
+
+extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const double *xyz, const double lo[3], double side, int depth) {
+    if (n > 2147483647L) return FMM_ERR_NPTS;
+    if (depth < 0 || depth > 10) return FMM_ERR_DEPTH;
+    TRY(alloc_particles(g, n));
+    TRY(alloc_tree(g, depth));
+    const double geom[G_N] = {lo[0], lo[1], lo[2], side, (double)(1L << KEYBITS) / side};
+    CU(cudaMemcpyAsync(g->geom, geom, sizeof geom, cudaMemcpyHostToDevice, g->s0));
+    CU(cudaMemcpyAsync(g->xyz, xyz, sizeof(double) * 3 * n, cudaMemcpyHostToDevice, g->s0));
+    CU(cudaStreamSynchronize(g->s0));
+    g->n = n, g->depth = depth;
+    if (!g->exec || g->graph_n != n || g->graph_depth != depth) TRY(capture(g));
+    return FMM_OK;
+}
+
+extern "C" int fmm_gpu_execute(fmm_gpu *g, const double *q, double *phi, double *field, double *energy,
+                               double *virial) {
+    if (virial && g->periodic) return FMM_ERR_UNSUPPORTED;
+    const long n = g->n;
+    CU(cudaMemcpyAsync(g->qin, q, sizeof(double) * n, cudaMemcpyHostToDevice, g->s0));
+    CU(cudaGraphLaunch(g->exec, g->s0));
+    double red[RED_N];
+    if (phi) CU(cudaMemcpyAsync(phi, g->out, sizeof(double) * n, cudaMemcpyDeviceToHost, g->s0));
+    if (field) CU(cudaMemcpyAsync(field, g->out + n, sizeof(double) * 3 * n, cudaMemcpyDeviceToHost, g->s0));
+    CU(cudaMemcpyAsync(red, g->red, sizeof red, cudaMemcpyDeviceToHost, g->s0));
+    CU(cudaStreamSynchronize(g->s0));
+    if (energy) *energy = red[RED_ENERGY];
+    if (virial)
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                virial[3 * a + b] = 0.5 * (red[RED_VIR + 3 * a + b] + red[RED_VIR + 3 * b + a]);
+    return FMM_OK;
+}
+
+extern "C" int fmm_gpu_time(fmm_gpu *g, int reps, double *ms) {
+    if (!g->exec || reps < 1) return FMM_ERR_NOPTS;
+    for (int r = 0; r < 3; ++r) CU(cudaGraphLaunch(g->exec, g->s0)); /* warm-up */
+    for (int r = 0; r < reps; ++r) {
+        CU(cudaEventRecord(g->t0, g->s0));
+        CU(cudaGraphLaunch(g->exec, g->s0));
+        CU(cudaEventRecord(g->t1, g->s0));
+        CU(cudaEventSynchronize(g->t1));
+        float t;
+        CU(cudaEventElapsedTime(&t, g->t0, g->t1));
+        ms[r] = t;
+    }
+    return FMM_OK;
+}

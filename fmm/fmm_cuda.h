@@ -1,0 +1,58 @@
+/*
+ * The Coulomb FMM on one CUDA device (fmm_opts.device = FMM_DEVICE_CUDA).
+ *
+ * A uniform tree of depth D over the root cube: every level is a dense grid of 8^l boxes.
+ * Positions and charges stay on the device; one evaluation is one CUDA graph (captured at
+ * setpts): wrap and bin the particles into leaves (radix sort by leaf), gather, then
+ * the far field (P2M, M2M, lattice operator at the root if periodic, M2L per level, L2L, L2P)
+ * on one stream and the near field (P2P over the 27 neighbours, periodic images included) on
+ * another, joined for the periodic corrections, the energy and the scatter back to the
+ * caller's order. The operators are the CPU plan's, so the GPU and CPU FMM at equal (p, D)
+ * compute the same sums.
+ */
+#ifndef FMM_FMM_CUDA_H
+#define FMM_FMM_CUDA_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "m2l/operators.h"
+
+#define FMM_GPU_PMAX 20
+
+typedef struct fmm_gpu fmm_gpu;
+
+typedef struct fmm_gpu_setup {
+    int p, periodic, tinfoil;
+    const m2l_operators *ops;
+    const double *lattice; /* periodic: [nc][nc] root operator of the far images, else NULL */
+    const double *bg;      /* periodic: [nc] multipole of the unit-cube background */
+} fmm_gpu_setup;
+
+/* Returns FMM_OK, FMM_ERR_DEVICE (no CUDA device), FMM_ERR_ORDER (p > FMM_GPU_PMAX),
+ * FMM_ERR_NOMEM or FMM_ERR_CUDA. */
+int fmm_gpu_create(const fmm_gpu_setup *s, fmm_gpu **g);
+void fmm_gpu_destroy(fmm_gpu *g);
+
+/* Upload positions (caller order, already checked finite) for a tree of the given depth over
+ * the cube [lo, lo + side)^3 (periodic: lo = 0, side = L, positions are wrapped on the device). */
+int fmm_gpu_setpts(fmm_gpu *g, long n, const double *xyz, const double lo[3], double side, int depth);
+
+/* One evaluation; outputs may be NULL. virial: open boundary only (FMM_ERR_UNSUPPORTED for
+ * periodic boxes on the GPU). */
+int fmm_gpu_execute(fmm_gpu *g, const double *q, double *phi, double *field, double *energy,
+                    double *virial);
+
+/* Replay the evaluation graph `reps` times (charges as last uploaded) and return each replay's
+ * time in milliseconds from CUDA events. */
+int fmm_gpu_time(fmm_gpu *g, int reps, double *ms);
+
+/* Uniform depth the GPU picks for n particles at order p (about 32 per leaf). */
+int fmm_gpu_auto_depth(long n, int p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

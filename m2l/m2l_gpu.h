@@ -1,0 +1,63 @@
+/*
+ * GPU M2L on a uniform (dense) tree level: every box of level l (8^l of them, linear index
+ * ix + s (iy + s iz), s = 2^l) holds a scaled multipole W[box][nc] and receives
+ * U[box][nc] = sum over its V list (189 offsets d = source - target at most) T(d) W[source].
+ * Open boundary: sources outside the level's grid are absent; periodic: their index wraps.
+ *
+ * The operators are the CPU's (m2l/operators.h): 56 reference operators of the octant
+ * d >= 0 and 8 reflection sign patterns, T(f d) = S_f T(d_ref) S_f. The V list of a box
+ * depends only on its parity (ix & 1, iy & 1, iz & 1): offsets d_a in [-2 - b_a, 3 - b_a],
+ * not all |d_a| <= 1.
+ *
+ * Variants (all write U = sum, overwriting; compare bench/m2l-bench):
+ *   tiled      one block per tile of same-parity targets; for each offset the class operator,
+ *              its output signs folded in, is staged in shared memory and applied to the
+ *              gathered, input-signed source multipoles as a register-blocked GEMM; the sum
+ *              over offsets stays in registers (no atomics). The production kernel.
+ *   naive      one thread per (target box, output coefficient), one flat loop over the V
+ *              list and the input coefficients, the 316 dense operators read from memory
+ *              (Kohnke et al. 2021, approach 1).
+ *   dynamic    one parent thread per target box launches a child grid for its V list from
+ *              the device (dynamic parallelism, approach 2).
+ *   symmetric  presorted (target, source) lists per symmetry class and sign group
+ *              (reflection bitset), one kernel per group launched asynchronously over
+ *              8 streams, the class operator shared by the whole group (approach 3).
+ */
+#ifndef FMM_M2L_M2L_GPU_H
+#define FMM_M2L_M2L_GPU_H
+
+#include <cuda_runtime_api.h>
+
+#include "m2l/operators.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define M2L_GPU_PMAX 20
+#define M2L_VLIST 189
+
+typedef struct m2l_gpu_ops {
+    int p, nc;
+    double *cls;  /* device [56][nc][nc], row-major, reference operators */
+    double *dense; /* device [343][nc][nc] every offset's operator (naive variant), or NULL */
+    double *sign; /* device [8][nc] */
+    int *vlist;   /* device [8 parities][189] packed offsets: (dx+3) | (dy+3)<<3 | (dz+3)<<6 | class<<9 | flag<<15 */
+} m2l_gpu_ops;
+
+/* Upload the operator set (dense: also the 316 dense operators, for the naive variant).
+ * Returns FMM_OK, FMM_ERR_ORDER (p > M2L_GPU_PMAX), FMM_ERR_NOMEM or FMM_ERR_CUDA. */
+int m2l_gpu_ops_init(m2l_gpu_ops *g, const m2l_operators *ops, int dense);
+void m2l_gpu_ops_free(m2l_gpu_ops *g);
+
+/* U = M2L(W) on one level (level >= 1). Kernels are queued on `stream`. */
+int m2l_gpu_tiled(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
+                  cudaStream_t stream);
+int m2l_gpu_naive(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
+                  cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
