@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
     if (header)
         printf("label,n,periodic,order,depth,gpu_ms_median,gpu_ms_min,gpu_mpart_per_s,cpu_s,cpu_threads,"
                "rel_phi_gpu_vs_cpu,rel_field_gpu_vs_cpu,rel_energy_gpu_vs_cpu,reference,rel_phi_ref,rel_force_rms_ref,"
-               "energy,direct_gpu_ms\n");
+               "energy,direct_gpu_ms,stage_ms_bin_p2p_p2m_m2m_m2l_l2l_l2p_final\n");
     if (!in && nuni < 1) return header ? 0 : 2;
     /* the system */
     long n0 = 0;
@@ -151,6 +151,8 @@ int main(int argc, char **argv) {
     if ((rc = fmm_execute(gp, q, phi, field, &eg, NULL))) die("GPU execute", rc);
     if ((rc = fmm_cuda_time_replays(gp, reps, ms))) die("GPU replays", rc);
     qsort(ms, reps, sizeof(double), cmp);
+    double st[8];
+    if ((rc = fmm_cuda_stage_times(gp, 10, st))) die("GPU stage times", rc);
     fmm_info info;
     fmm_get_info(gp, &info);
     fmm_destroy(gp);
@@ -206,9 +208,10 @@ int main(int argc, char **argv) {
     if (!periodic && isnan(direct_ms) && n <= 4000000) {
         if ((rc = fmm_direct_cuda(n, xyz, q, NULL, NULL, &direct_ms))) die("GPU direct sum", rc);
     }
-    printf("%s,%ld,%d,%d,%d,%.4f,%.4f,%.1f,%.4f,%d,%.3e,%.3e,%.3e,%s,%.3e,%.3e,%.10e,%.3f\n", label, n, periodic,
+    printf("%s,%ld,%d,%d,%d,%.4f,%.4f,%.1f,%.4f,%d,%.3e,%.3e,%.3e,%s,%.3e,%.3e,%.10e,%.3f,", label, n, periodic,
            info.order, info.depth, ms[reps / 2], ms[0], n / (ms[reps / 2] * 1e-3) / 1e6, cpu_s,
            cpu_threads ? cpu_threads : omp_get_max_threads(), rp, rf, re, refkind, ref_phi, ref_force, eg, direct_ms);
+    for (int s = 0; s < 8; ++s) printf("%.4f%s", st[s], s < 7 ? ";" : "\n");
     fflush(stdout);
     free(xyz), free(q), free(x0), free(q0), free(phi), free(field), free(ms), free(rphi), free(rfield);
     return 0;

@@ -167,6 +167,11 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
     }
 #ifdef FMM_HAVE_CUDA
     if (opts->device == FMM_DEVICE_CUDA) {
+        /* a tolerance that needs more than the GPU's highest order is out of its range */
+        if (opts->order == 0 && P->p > FMM_GPU_PMAX) {
+            fmm_destroy(P);
+            return FMM_ERR_TOLERANCE;
+        }
         const fmm_gpu_setup gs = {P->p, opts->periodic, opts->boundary == FMM_BOUNDARY_TINFOIL, &P->ops,
                                   P->lattice, P->bg};
         int grc = fmm_gpu_create(&gs, &P->gpu);
@@ -648,6 +653,17 @@ int fmm_cuda_time_replays(fmm_plan *P, int reps, double *ms) {
     if (!P->gpu) return FMM_ERR_DEVICE;
     if (!P->have_pts) return FMM_ERR_NOPTS;
     return fmm_gpu_time(P->gpu, reps, ms);
+#else
+    return FMM_ERR_DEVICE;
+#endif
+}
+
+int fmm_cuda_stage_times(fmm_plan *P, int reps, double *ms) {
+    if (!P || !ms || reps < 1) return FMM_ERR_ARG;
+#ifdef FMM_HAVE_CUDA
+    if (!P->gpu) return FMM_ERR_DEVICE;
+    if (!P->have_pts) return FMM_ERR_NOPTS;
+    return fmm_gpu_stage_times(P->gpu, reps, ms);
 #else
     return FMM_ERR_DEVICE;
 #endif

@@ -557,13 +557,17 @@ static int alloc_tree(fmm_gpu *g, int depth) {
 
 static inline unsigned blocks(long n, int t) { return (unsigned)((n + t - 1) / t); }
 
-/* the whole evaluation, queued on s0 (and s1 for the near field) */
-static int enqueue(fmm_gpu *g) {
+/* the whole evaluation, queued on s0 (and s1 for the near field); with ev (profiling, not
+ * captured) everything goes on s0 and ev[0..FMM_GPU_NSTAGE] mark the stage boundaries */
+#define MARK(k) \
+    if (ev) CU(cudaEventRecord(ev[k], s0))
+static int enqueue(fmm_gpu *g, cudaEvent_t *ev) {
     const long n = g->n;
     const int D = g->depth, nc = g->nc;
     const long nleaf = 1L << (3 * D);
-    cudaStream_t s0 = g->s0, s1 = g->s1;
+    cudaStream_t s0 = g->s0, s1 = ev ? g->s0 : g->s1;
     order_kernels K = order_table(g->p);
+    MARK(0);
     CU(cudaMemsetAsync(g->red, 0, sizeof(double) * RED_N, s0));
     CU(cudaMemsetAsync(g->cs, 0, sizeof(int) * nleaf, s0));
     CU(cudaMemsetAsync(g->ce, 0, sizeof(int) * nleaf, s0));
@@ -574,20 +578,24 @@ static int enqueue(fmm_gpu *g) {
     k_ranges<<<blocks(n, 256), 256, 0, s0>>>(n, g->key2, g->cs, g->ce);
     k_gather<<<blocks(n, 256), 256, 0, s0>>>(n, g->perm, g->xw, g->qin, g->x, g->y, g->z, g->q);
     CU(cudaGetLastError());
+    MARK(1);
     /* near field on s1 */
     CU(cudaEventRecord(g->fork, s0));
     CU(cudaStreamWaitEvent(s1, g->fork, 0));
     k_p2p<<<blocks(nleaf, 4), 128, 0, s1>>>(g->x, g->y, g->z, g->q, g->cs, g->ce, D, g->periodic, g->geom, n, g->near);
     CU(cudaGetLastError());
     CU(cudaEventRecord(g->join, s1));
+    MARK(2);
     /* far field on s0 */
     if (g->periodic) k_moments<<<blocks(n, 256), 256, 0, s0>>>(n, g->x, g->y, g->z, g->q, g->geom, g->red);
     K.p2m<<<blocks(nleaf, 4), 128, 0, s0>>>(g->x, g->y, g->z, g->q, g->cs, g->ce, D, g->geom,
                                             g->W + level_offset(D) * nc);
+    MARK(3);
     for (int l = D - 1; l >= 0; --l)
         K.m2m<<<blocks(1L << (3 * l), PB), 128, sizeof(double) * PB * 8 * nc, s0>>>(
             g->m2mT, l, g->W + level_offset(l + 1) * nc, g->W + level_offset(l) * nc);
     CU(cudaGetLastError());
+    MARK(4);
     if (g->periodic) {
         k_lattice<<<1, 256, sizeof(double) * nc, s0>>>(nc, g->lattice, g->bg, g->W, g->U);
         for (int l = 1; l <= D; ++l)
@@ -598,25 +606,30 @@ static int enqueue(fmm_gpu *g) {
         for (int l = 2; l <= D; ++l)
             TRY(m2l_gpu_tiled(&g->m2l, l, 0, g->W + level_offset(l) * nc, g->U + level_offset(l) * nc, s0));
     }
+    MARK(5);
     for (int l = 0; l < D; ++l)
         K.l2l<<<blocks(1L << (3 * l), PB), 128, sizeof(double) * PB * nc, s0>>>(
             g->l2lT, l, g->U + level_offset(l) * nc, g->U + level_offset(l + 1) * nc);
+    MARK(6);
     K.l2p<<<blocks(nleaf, 4), 128, 0, s0>>>(g->x, g->y, g->z, g->cs, g->ce, D, g->geom, g->U + level_offset(D) * nc, n,
                                             g->far);
     CU(cudaGetLastError());
+    MARK(7);
     CU(cudaStreamWaitEvent(s0, g->join, 0));
     k_final<<<blocks(n, 256), 256, 0, s0>>>(n, g->periodic, g->tinfoil, g->perm, g->x, g->y, g->z, g->q, g->far,
                                             g->near, g->geom, g->red, g->out);
     CU(cudaGetLastError());
+    MARK(8);
     return FMM_OK;
 }
+#undef MARK
 
 static int capture(fmm_gpu *g) {
     if (g->exec) cudaGraphExecDestroy(g->exec);
     g->exec = NULL;
     cudaGraph_t graph;
     CU(cudaStreamBeginCapture(g->s0, cudaStreamCaptureModeThreadLocal));
-    int rc = enqueue(g);
+    int rc = enqueue(g, NULL);
     cudaError_t e = cudaStreamEndCapture(g->s0, &graph);
     if (rc) {
         if (e == cudaSuccess) cudaGraphDestroy(graph);
@@ -676,4 +689,25 @@ extern "C" int fmm_gpu_time(fmm_gpu *g, int reps, double *ms) {
         ms[r] = t;
     }
     return FMM_OK;
+}
+
+extern "C" int fmm_gpu_stage_times(fmm_gpu *g, int reps, double *ms) {
+    if (!g->exec || reps < 1) return FMM_ERR_NOPTS;
+    cudaEvent_t ev[FMM_GPU_NSTAGE + 1] = {0};
+    int rc = FMM_OK;
+    for (int k = 0; k <= FMM_GPU_NSTAGE && !rc; ++k)
+        if (cudaEventCreate(&ev[k]) != cudaSuccess) rc = FMM_ERR_CUDA;
+    for (int k = 0; k < FMM_GPU_NSTAGE; ++k) ms[k] = 0.0;
+    for (int r = 0; r <= reps && !rc; ++r) { /* r = 0 warms up */
+        rc = enqueue(g, ev);
+        if (!rc && cudaEventSynchronize(ev[FMM_GPU_NSTAGE]) != cudaSuccess) rc = FMM_ERR_CUDA;
+        for (int k = 0; k < FMM_GPU_NSTAGE && !rc && r; ++k) {
+            float t;
+            if (cudaEventElapsedTime(&t, ev[k], ev[k + 1]) != cudaSuccess) rc = FMM_ERR_CUDA;
+            ms[k] += t / reps;
+        }
+    }
+    for (int k = 0; k <= FMM_GPU_NSTAGE; ++k)
+        if (ev[k]) cudaEventDestroy(ev[k]);
+    return rc;
 }

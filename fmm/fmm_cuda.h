@@ -48,6 +48,12 @@ int fmm_gpu_execute(fmm_gpu *g, const double *q, double *phi, double *field, dou
  * time in milliseconds from CUDA events. */
 int fmm_gpu_time(fmm_gpu *g, int reps, double *ms);
 
+/* Mean time of each stage over `reps` evaluations run stage by stage on one stream (no graph,
+ * no overlap): ms[FMM_GPU_NSTAGE] = bin+sort+gather, P2P, P2M, M2M, lattice+M2L, L2L, L2P,
+ * corrections+outputs. */
+#define FMM_GPU_NSTAGE 8
+int fmm_gpu_stage_times(fmm_gpu *g, int reps, double *ms);
+
 /* Uniform depth the GPU picks for n particles at order p (about 32 per leaf). */
 int fmm_gpu_auto_depth(long n, int p);
 

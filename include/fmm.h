@@ -73,7 +73,8 @@ typedef struct fmm_opts {
     int periodic;     /* 0 = open boundary, 1 = periodic box */
     int boundary;     /* periodic only: enum fmm_boundary */
     int device;       /* enum fmm_device. CUDA: a uniform tree (depth from n unless given),
-                         order <= 20, the periodic virial not yet available there */
+                         order <= 20 (FMM_ERR_TOLERANCE for a tolerance that needs more: below
+                         about 1e-7 open, 1e-6 periodic), the periodic virial not yet there */
 } fmm_opts;
 
 /* What the plan chose, after fmm_setpts. */
@@ -123,6 +124,11 @@ int fmm_cuda_device_count(void);
  * field, outputs on the device) `reps` times as one CUDA graph launch each, and store each
  * replay's time in ms (CUDA events) in ms[0..reps-1]. */
 int fmm_cuda_time_replays(fmm_plan *plan, int reps, double *ms);
+
+/* CUDA plans, for profiling: mean time (ms) of each stage over `reps` evaluations run stage by
+ * stage on one stream (no graph, no overlap of near and far field), ms[8] = binning (sort and
+ * gather), P2P, P2M, M2M, lattice + M2L, L2L, L2P, corrections + outputs. */
+int fmm_cuda_stage_times(fmm_plan *plan, int reps, double *ms);
 
 /* All-pairs direct sum (open boundary) on the GPU, double precision: phi (n) and field (3n)
  * may be NULL; ms (may be NULL) receives the kernel time from CUDA events. FMM_ERR_DEVICE

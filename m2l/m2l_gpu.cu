@@ -31,6 +31,12 @@ extern "C" int m2l_gpu_ops_init(m2l_gpu_ops *g, const m2l_operators *ops, int de
     const int nc = ops->ncoef;
     const size_t nn = (size_t)nc * nc;
     g->p = ops->p, g->nc = nc;
+    {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&g->nsm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            return FMM_ERR_CUDA;
+    }
     double *h = (double *)malloc(sizeof(double) * nn * (dense ? M2L_NOFFSET : M2L_NCLASS));
     double *sg = (double *)malloc(sizeof(double) * 8 * nc);
     int *vl = (int *)malloc(sizeof(int) * 8 * M2L_VLIST);
@@ -127,6 +133,7 @@ __global__ void __launch_bounds__(256) k_m2l_tiled(const double *__restrict__ cl
     double *Ms = smem, *Xs = smem + S::NR * JT;
     __shared__ long src[T];
     const int parity = blockIdx.y, half = 1 << (level - 1), s = 1 << level;
+    const int e0 = blockIdx.z * M2L_VLIST / gridDim.z, e1 = (blockIdx.z + 1) * M2L_VLIST / gridDim.z;
     const long ntarget = (long)half * half * half, k0 = (long)blockIdx.x * T;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     double acc[COLS][RPT];
@@ -134,7 +141,7 @@ __global__ void __launch_bounds__(256) k_m2l_tiled(const double *__restrict__ cl
     for (int c = 0; c < COLS; ++c)
 #pragma unroll
         for (int i = 0; i < RPT; ++i) acc[c][i] = 0.0;
-    for (int e = 0; e < M2L_VLIST; ++e) {
+    for (int e = e0; e < e1; ++e) {
         const int pk = vlist[parity * M2L_VLIST + e];
         const double *M = cls + (size_t)(pk >> 9 & 63) * NC * NC, *sg = sign + (pk >> 15) * NC;
         __syncthreads(); /* the previous offset's stages are consumed */
@@ -183,7 +190,7 @@ __global__ void __launch_bounds__(256) k_m2l_tiled(const double *__restrict__ cl
 #pragma unroll
         for (int i = 0; i < RPT; ++i) {
             const int row = warp + 8 * i;
-            if (row < NC) U[t * NC + row] = acc[c][i];
+            if (row < NC) atomicAdd(U + t * NC + row, acc[c][i]);
         }
     }
 }
@@ -198,7 +205,12 @@ template <int P> static int launch_tiled(const m2l_gpu_ops *g, int level, int pe
                                          cudaStream_t st) {
     using S = tiled_shape<P>;
     const long half = 1L << (level - 1), ntarget = half * half * half;
-    dim3 grid((unsigned)((ntarget + S::T - 1) / S::T), 8);
+    const long tiles = 8 * ((ntarget + S::T - 1) / S::T);
+    /* coarse levels have few tiles: split the V list over blocks so that every SM has work */
+    long groups = (4L * g->nsm + tiles - 1) / tiles;
+    groups = groups < 1 ? 1 : (groups > 48 ? 48 : groups);
+    CU(cudaMemsetAsync(U, 0, sizeof(double) * S::NC * 8 * ntarget, st));
+    dim3 grid((unsigned)(tiles / 8), 8, (unsigned)groups);
     k_m2l_tiled<P><<<grid, 256, S::SMEM, st>>>(g->cls, g->sign, g->vlist, level, periodic, W, U);
     CU(cudaGetLastError());
     return FMM_OK;

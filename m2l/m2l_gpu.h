@@ -13,7 +13,8 @@
  *   tiled      one block per tile of same-parity targets; for each offset the class operator,
  *              its output signs folded in, is staged in shared memory and applied to the
  *              gathered, input-signed source multipoles as a register-blocked GEMM; the sum
- *              over offsets stays in registers (no atomics). The production kernel.
+ *              over offsets stays in registers; on coarse levels the V list is split over
+ *              several blocks per tile (atomic adds into U). The production kernel.
  *   naive      one thread per (target box, output coefficient), one flat loop over the V
  *              list and the input coefficients, the 316 dense operators read from memory
  *              (Kohnke et al. 2021, approach 1).
@@ -38,7 +39,7 @@ extern "C" {
 #define M2L_VLIST 189
 
 typedef struct m2l_gpu_ops {
-    int p, nc;
+    int p, nc, nsm; /* nsm: multiprocessors of the device */
     double *cls;  /* device [56][nc][nc], row-major, reference operators */
     double *dense; /* device [343][nc][nc] every offset's operator (naive variant), or NULL */
     double *sign; /* device [8][nc] */

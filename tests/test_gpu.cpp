@@ -103,10 +103,10 @@ TEST(GpuOpen, ShallowTreesAndAccuracyAgainstDirectSum) {
     for (int D : {0, 1, 2, 3}) {
         fmm_opts o;
         fmm_default_opts(&o);
-        o.tolerance = 1e-8, o.depth = D;
+        o.tolerance = 1e-7, o.depth = D;
         Out d;
         ASSERT_EQ(run(FMM_DEVICE_CUDA, xyz, q, o, nullptr, d, false), FMM_OK);
-        EXPECT_LT(rel(d.phi, ref.phi), 1e-8) << "depth " << D;
+        EXPECT_LT(rel(d.phi, ref.phi), 1e-7) << "depth " << D;
     }
 }
 
@@ -143,7 +143,7 @@ TEST(GpuPeriodic, WaterLikeBoxAgainstEwald) {
     ref.phi.resize(n), ref.field.resize(3 * n);
     ASSERT_EQ(fmm_ewald(n, xyz.data(), q.data(), box, 1e-12, ref.phi.data(), ref.field.data(), &ref.energy, nullptr, 0),
               FMM_OK);
-    for (double tol : {1e-3, 1e-5, 1e-7}) {
+    for (double tol : {1e-3, 1e-4, 1e-5, 1e-6}) {
         fmm_opts o;
         fmm_default_opts(&o);
         o.tolerance = tol, o.periodic = 1;
@@ -192,6 +192,9 @@ TEST(GpuPlan, RejectsWhatItCannotDo) {
     o.order = 21;
     fmm_plan *p = nullptr;
     EXPECT_EQ(fmm_makeplan(&o, nullptr, &p), FMM_ERR_ORDER);
+    EXPECT_EQ(p, nullptr);
+    o.order = 0, o.tolerance = 1e-10;  // would need order > 20
+    EXPECT_EQ(fmm_makeplan(&o, nullptr, &p), FMM_ERR_TOLERANCE);
     EXPECT_EQ(p, nullptr);
     o.order = 4, o.depth = 11;
     ASSERT_EQ(fmm_makeplan(&o, nullptr, &p), FMM_OK);
