@@ -23,6 +23,8 @@ static const char *help =
     "  --depth D          force a uniform tree of depth D (0..20; default adaptive)\n"
     "  --leaf N           adaptive tree: max particles per leaf (default from the order)\n"
     "  --threads N        OpenMP threads (default: all)\n"
+    "  --device cpu|cuda  where the FMM runs (default cpu); cuda: uniform tree (depth from n\n"
+    "                     unless --depth), order <= 20, positions and charges on the GPU\n"
     "  --repeat K         evaluate K more times with the same plan (fmm_setpts + fmm_execute,\n"
     "                     as in an MD step) and print the median as time_step_s\n"
     "  --reference        compare with the direct sum, or the Ewald sum if periodic (all\n"
@@ -69,6 +71,14 @@ int cli_coulomb(int argc, char **argv) {
         else if (!strcmp(a, "--depth")) bad = cli_parse_int(a, v, &o.depth);
         else if (!strcmp(a, "--leaf")) bad = cli_parse_int(a, v, &o.leaf_size);
         else if (!strcmp(a, "--threads")) bad = cli_parse_int(a, v, &o.threads);
+        else if (!strcmp(a, "--device")) {
+            if (!strcmp(v, "cpu")) o.device = FMM_DEVICE_CPU;
+            else if (!strcmp(v, "cuda")) o.device = FMM_DEVICE_CUDA;
+            else {
+                fprintf(stderr, "fmm coulomb: --device must be cpu or cuda, not '%s'\n", v);
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--repeat")) {
             bad = cli_parse_int(a, v, &repeat);
             if (!bad && repeat < 0) {

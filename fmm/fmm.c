@@ -525,28 +525,20 @@ static void periodic_corrections(fmm_plan *P) {
  * W_lat = -1/(2L) Re sum_LM V_LM C_LM - (2 pi / 3V)|D|^2 I with C_LM = sum (-1)^j w_lm w_jk
  * over (lm) + (jk) = (LM) of the scaled root multipole, V the strain derivatives of the
  * lattice sums. */
-static void periodic_virial(const fmm_plan *P, double *Wout) {
-    const octree *t = &P->tree;
-    const double L = t->side, V = L * L * L, pi = 3.14159265358979323846, *c = t->box[0].c;
-    const int p = P->p, n2 = harm_ncoef(2 * p);
-    double W[9] = {0}, D[3] = {0, 0, 0};
-    for (long i = 0; i < t->n; ++i) {
-        const double F[3] = {P->q[i] * P->ex[i], P->q[i] * P->ey[i], P->q[i] * P->ez[i]};
-        const double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
-        for (int a = 0; a < 3; ++a) {
-            D[a] += P->q[i] * Y[a];
-            for (int b = 0; b < 3; ++b) W[3 * a + b] += F[a] * Y[b];
-        }
-    }
+static void periodic_virial(int p, double L, const double *w, const double *vtab, const double FY[9],
+                            const double fshift[81], const double D[3], double *Wout) {
+    const double V = L * L * L, pi = 3.14159265358979323846;
+    const int n2 = harm_ncoef(2 * p);
+    double W[9];
+    memcpy(W, FY, sizeof W);
     for (int code = 0; code < 27; ++code) {
         int s[3];
         oct_shift_vec(code, s);
         for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b) W[3 * a + b] -= 0.5 * P->fshift[3 * code + a] * s[b] * L;
+            for (int b = 0; b < 3; ++b) W[3 * a + b] -= 0.5 * fshift[3 * code + a] * s[b] * L;
     }
     /* C_LM from the full complex root multipole (charge term 0: neutral cell) */
     double wr[31 * 31], wi[31 * 31];
-    const double *w = P->W;
     for (int l = 0; l <= p; ++l)
         for (int m = 0; m <= l; ++m) {
             double re = l ? w[harm_re(l, m)] : 0.0, im = m ? w[harm_im(l, m)] : 0.0, sg = m & 1 ? -1 : 1;
@@ -566,7 +558,7 @@ static void periodic_virial(const fmm_plan *P, double *Wout) {
                         ci[o] += sg * (wr[a] * wi[b] + wi[a] * wr[b]);
                     }
         for (int ab = 0; ab < 9; ++ab) {
-            const double *vr = P->vtab + (size_t)ab * n2, *vi = P->vtab + (size_t)(9 + ab) * n2;
+            const double *vr = vtab + (size_t)ab * n2, *vi = vtab + (size_t)(9 + ab) * n2;
             double sum = 0;
             for (int k = 0; k < n2; ++k) sum += vr[k] * cr[k] - vi[k] * ci[k];
             W[ab] += -0.5 / L * sum;
@@ -577,6 +569,22 @@ static void periodic_virial(const fmm_plan *P, double *Wout) {
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b)
             Wout[3 * a + b] = 0.5 * (W[3 * a + b] + W[3 * b + a]) - (a == b ? dd : 0.0);
+}
+
+/* CPU pieces of the periodic virial: sum_i F_i (x) Y_i and the dipole about the cell centre */
+static void periodic_virial_cpu(const fmm_plan *P, double *Wout) {
+    const octree *t = &P->tree;
+    const double *c = t->box[0].c;
+    double FY[9] = {0}, D[3] = {0, 0, 0};
+    for (long i = 0; i < t->n; ++i) {
+        const double F[3] = {P->q[i] * P->ex[i], P->q[i] * P->ey[i], P->q[i] * P->ez[i]};
+        const double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
+        for (int a = 0; a < 3; ++a) {
+            D[a] += P->q[i] * Y[a];
+            for (int b = 0; b < 3; ++b) FY[3 * a + b] += F[a] * Y[b];
+        }
+    }
+    periodic_virial(P->p, t->side, P->W, P->vtab, FY, P->fshift, D, Wout);
 }
 
 int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy,
@@ -596,9 +604,6 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     /* the periodic virial is derived (and verified) for neutral cells with tin-foil only */
     P->virial = virial && P->opts.periodic;
     if (P->virial && (charged || P->opts.boundary != FMM_BOUNDARY_TINFOIL)) return FMM_ERR_UNSUPPORTED;
-#ifdef FMM_HAVE_CUDA
-    if (P->gpu) return fmm_gpu_execute(P->gpu, q, phi, field, energy, virial);
-#endif
     if (P->virial && !P->vtab) {
         int n2 = harm_ncoef(2 * P->p);
         P->vtab = malloc(sizeof(double) * 18 * (size_t)n2);
@@ -608,6 +613,18 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
             return FMM_ERR_NOMEM;
         }
     }
+#ifdef FMM_HAVE_CUDA
+    if (P->gpu) {
+        if (!P->virial) return fmm_gpu_execute(P->gpu, q, phi, field, energy, virial, NULL);
+        fmm_gpu_virial_parts vp;
+        vp.wroot = malloc(sizeof(double) * P->ncoef);
+        if (!vp.wroot) return FMM_ERR_NOMEM;
+        int rc = fmm_gpu_execute(P->gpu, q, phi, field, energy, NULL, &vp);
+        if (rc == FMM_OK) periodic_virial(P->p, P->gpu_side, vp.wroot, P->vtab, vp.fy, vp.fshift, vp.dip, virial);
+        free(vp.wroot);
+        return rc;
+    }
+#endif
     memset(P->fshift, 0, sizeof P->fshift);
     int saved = omp_get_max_threads();
     if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
@@ -630,7 +647,7 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
         }
         if (energy) *energy = U;
         if (virial && t->periodic) {
-            periodic_virial(P, virial);
+            periodic_virial_cpu(P, virial);
         } else if (virial) {
             /* open boundary: W_ab = sum_i q_i E_i,a (x_i - c)_b, symmetrised */
             for (long i = 0; i < n; ++i) {

@@ -23,7 +23,7 @@
     } while (0)
 
 #define KEYBITS 20 /* the CPU octree's integer grid (core/octree.c): 2^20 cells per axis */
-enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_N = 16 };
+enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_N = 96 };
 enum { G_LO = 0, G_SIDE = 3, G_SCALE = 4, G_N = 5 };
 
 struct fmm_gpu {
@@ -45,8 +45,8 @@ struct fmm_gpu {
     size_t tmp_bytes;
     cudaStream_t s0, s1;
     cudaEvent_t fork, join, t0, t1;
-    cudaGraphExec_t exec;
-    int graph_n, graph_depth;
+    cudaGraphExec_t exec[2]; /* [virial]: plain, and gathering the periodic image forces */
+    int graph_n[2], graph_depth[2];
 };
 
 static inline long level_offset(int l) { return ((1L << (3 * l)) - 1) / 7; }
@@ -185,11 +185,12 @@ __global__ void __launch_bounds__(128) k_l2p(const double *__restrict__ x, const
 }
 
 /* one warp per target leaf, sources of the 27 neighbours (periodic images) staged per warp */
+/* virial: the total force of each periodic image's sources on the cell goes to fshift[27][3] */
 __global__ void __launch_bounds__(128) k_p2p(const double *__restrict__ x, const double *__restrict__ y,
                                              const double *__restrict__ z, const double *__restrict__ q,
                                              const int *__restrict__ cs, const int *__restrict__ ce, int depth,
                                              int periodic, const double *__restrict__ geom, long n,
-                                             double *__restrict__ near) {
+                                             double *__restrict__ near, double *__restrict__ fshift) {
     __shared__ double sx_all[4][32], sy_all[4][32], sz_all[4][32], sq_all[4][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int s = 1 << depth;
@@ -201,20 +202,19 @@ __global__ void __launch_bounds__(128) k_p2p(const double *__restrict__ x, const
     for (int tb = cs[t]; tb < ce[t]; tb += 32) {
         const int i = tb + lane;
         const bool ok = i < ce[t];
-        const double xi = ok ? x[i] : 0.0, yi = ok ? y[i] : 0.0, zi = ok ? z[i] : 0.0;
+        const double xi = ok ? x[i] : 0.0, yi = ok ? y[i] : 0.0, zi = ok ? z[i] : 0.0, qi = ok ? q[i] : 0.0;
         double pt = 0.0, fx = 0.0, fy = 0.0, fz = 0.0;
         for (int nb = 0; nb < 27; ++nb) {
-            int c[3] = {tix[0] + nb % 3 - 1, tix[1] + nb / 3 % 3 - 1, tix[2] + nb / 9 - 1};
+            int c[3] = {tix[0] + nb % 3 - 1, tix[1] + nb / 3 % 3 - 1, tix[2] + nb / 9 - 1}, code = 0;
             double sh[3] = {0.0, 0.0, 0.0};
             bool skip = false;
-            for (int d = 0; d < 3; ++d) {
-                if (c[d] < 0 || c[d] >= s) {
-                    if (!periodic) skip = true;
-                    sh[d] = c[d] < 0 ? -L : L;
-                    c[d] = c[d] < 0 ? c[d] + s : c[d] - s;
-                }
+            for (int d = 0, mul = 1; d < 3; ++d, mul *= 3) {
+                int img = c[d] < 0 ? -1 : (c[d] >= s ? 1 : 0);
+                if (img && !periodic) skip = true;
+                sh[d] = img * L, c[d] -= img * s, code += mul * (img + 1);
             }
             if (skip) continue;
+            const double f0[3] = {fx, fy, fz};
             const long src = c[0] + (long)s * (c[1] + (long)s * c[2]);
             const int b = cs[src], e = ce[src];
             for (int sb = b; sb < e; sb += 32) {
@@ -231,6 +231,11 @@ __global__ void __launch_bounds__(128) k_p2p(const double *__restrict__ x, const
                         }
                     }
                 __syncwarp();
+            }
+            if (fshift && code != 13) {
+                warp_add(fshift + 3 * code, qi * (fx - f0[0]));
+                warp_add(fshift + 3 * code + 1, qi * (fy - f0[1]));
+                warp_add(fshift + 3 * code + 2, qi * (fz - f0[2]));
             }
         }
         if (ok) near[i] = pt, near[n + i] = fx, near[2 * n + i] = fy, near[3 * n + i] = fz;
@@ -303,6 +308,80 @@ __global__ void __launch_bounds__(128) k_l2l(const double *__restrict__ LT, int 
                 Uc[ch * NC + k] += acc[pb];
             }
         }
+}
+
+/* Total force sum_i q_i E(x_i) of a scaled local expansion u on the charges whose scaled
+ * multipole about the same centre is w (core/harmonics.c harm_local_force). */
+template <int P> __device__ void local_force(double h, const double *u, const double *w, double F[3]) {
+    double dz = 0, sr = 0, si = 0;
+    for (int l = 1; l <= P; ++l) {
+#define WR(m) w[hd_re(l - 1, m)]
+#define WI(m) ((m) ? w[hd_im(l - 1, m)] : 0.0)
+        double dzl = 0;
+        for (int m = 1; m <= l - 1; ++m) dzl += u[hd_re(l, m)] * WR(m) - u[hd_im(l, m)] * WI(m);
+        dz += u[hd_re(l, 0)] * WR(0) + 2.0 * dzl;
+        for (int m = 1; m <= l; ++m) {
+            const double ur = u[hd_re(l, m)], ui = u[hd_im(l, m)];
+            sr += ur * WR(m - 1) - ui * WI(m - 1);
+            si += ur * WI(m - 1) + ui * WR(m - 1);
+        }
+        for (int m = 0; m <= l - 2; ++m) {
+            const double ur = u[hd_re(l, m)], ui = m ? u[hd_im(l, m)] : 0.0;
+            sr -= ur * WR(m + 1) - ui * WI(m + 1);
+            si += ur * WI(m + 1) + ui * WR(m + 1);
+        }
+#undef WR
+#undef WI
+    }
+    const double ih2 = 1.0 / (h * h);
+    F[0] = sr * ih2, F[1] = si * ih2, F[2] = -dz * ih2;
+}
+
+/* Periodic virial: the M2L translations whose source is a periodic image, again, one block
+ * per target box near a face, to gather the force of each image on the cell (fshift[27][3]). */
+template <int P>
+__global__ void __launch_bounds__(128) k_m2l_images(const double *__restrict__ cls, const double *__restrict__ sign,
+                                                    const int *__restrict__ vlist, int level,
+                                                    const double *__restrict__ geom, const double *__restrict__ W,
+                                                    double *__restrict__ fshift) {
+    constexpr int NC = hd_ncoef(P);
+    __shared__ double xs[NC], us[NC], wt[NC], fs[81];
+    const int s = 1 << level;
+    const long t = blockIdx.x;
+    const int ix[3] = {(int)(t % s), (int)(t / s % s), (int)(t / ((long)s * s))};
+    if (ix[0] >= 3 && ix[0] < s - 3 && ix[1] >= 3 && ix[1] < s - 3 && ix[2] >= 3 && ix[2] < s - 3) return;
+    const int parity = (ix[0] & 1) | (ix[1] & 1) << 1 | (ix[2] & 1) << 2;
+    const double h = geom[G_SIDE] / s;
+    for (int k = threadIdx.x; k < NC; k += blockDim.x) wt[k] = W[t * NC + k];
+    for (int k = threadIdx.x; k < 81; k += blockDim.x) fs[k] = 0.0;
+    for (int e = 0; e < M2L_VLIST; ++e) {
+        const int pk = vlist[parity * M2L_VLIST + e];
+        int c[3] = {ix[0] + (pk & 7) - 3, ix[1] + (pk >> 3 & 7) - 3, ix[2] + (pk >> 6 & 7) - 3}, code = 0;
+        for (int d = 0, mul = 1; d < 3; ++d, mul *= 3) {
+            const int img = c[d] < 0 ? -1 : (c[d] >= s ? 1 : 0);
+            c[d] -= img * s, code += mul * (img + 1);
+        }
+        if (code == 13) continue;
+        const long src = c[0] + (long)s * (c[1] + (long)s * c[2]);
+        const double *M = cls + (size_t)(pk >> 9 & 63) * NC * NC, *sg = sign + (pk >> 15) * NC;
+        __syncthreads();
+        for (int j = threadIdx.x; j < NC; j += blockDim.x) xs[j] = sg[j] * W[src * NC + j];
+        __syncthreads();
+        for (int k = threadIdx.x; k < NC; k += blockDim.x) {
+            double a = 0.0;
+            for (int j = 0; j < NC; ++j) a = fma(M[(size_t)k * NC + j], xs[j], a);
+            us[k] = sg[k] * a;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            double F[3];
+            local_force<P>(h, us, wt, F);
+            for (int a = 0; a < 3; ++a) fs[3 * code + a] += F[a];
+        }
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < 81; k += blockDim.x)
+        if (fs[k] != 0.0) atomicAdd(fshift + k, fs[k]);
 }
 
 /* periodic: U_root = Lambda (W_root - Q b), charge term dropped (the cell is neutralised) */
@@ -396,8 +475,7 @@ __global__ void k_final(long n, int periodic, int tinfoil, const int *__restrict
             for (int b = 0; b < 3; ++b) vir[3 * a + b] = q[i] * E[a] * Y[b];
     }
     warp_add(red + RED_ENERGY, e);
-    if (!periodic)
-        for (int k = 0; k < 9; ++k) warp_add(red + RED_VIR + k, vir[k]);
+    for (int k = 0; k < 9; ++k) warp_add(red + RED_VIR + k, vir[k]);
 }
 
 /* ---------------------------------------------------------------- per-order dispatch */
@@ -409,8 +487,11 @@ struct order_kernels {
                 const double *, long, double *);
     void (*m2m)(const double *, int, const double *, double *);
     void (*l2l)(const double *, int, const double *, double *);
+    void (*images)(const double *, const double *, const int *, int, const double *, const double *, double *);
 };
-template <int P> static order_kernels kernels_of() { return {k_p2m<P>, k_l2p<P>, k_m2m<P>, k_l2l<P>}; }
+template <int P> static order_kernels kernels_of() {
+    return {k_p2m<P>, k_l2p<P>, k_m2m<P>, k_l2l<P>, k_m2l_images<P>};
+}
 static order_kernels order_table(int p) {
     switch (p) {
 #define CASE(P) \
@@ -462,7 +543,8 @@ extern "C" int fmm_gpu_auto_depth(long n, int p) {
 
 extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     if (!g) return;
-    if (g->exec) cudaGraphExecDestroy(g->exec);
+    for (int v = 0; v < 2; ++v)
+        if (g->exec[v]) cudaGraphExecDestroy(g->exec[v]);
     m2l_gpu_ops_free(&g->m2l);
     void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->xyz, g->qin, g->xw, g->key, g->key2, g->idx, g->perm,
                     g->x, g->cs, g->ce, g->far, g->near, g->out, g->W, g->U, g->geom, g->red, g->tmp};
@@ -561,7 +643,7 @@ static inline unsigned blocks(long n, int t) { return (unsigned)((n + t - 1) / t
  * captured) everything goes on s0 and ev[0..FMM_GPU_NSTAGE] mark the stage boundaries */
 #define MARK(k) \
     if (ev) CU(cudaEventRecord(ev[k], s0))
-static int enqueue(fmm_gpu *g, cudaEvent_t *ev) {
+static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     const long n = g->n;
     const int D = g->depth, nc = g->nc;
     const long nleaf = 1L << (3 * D);
@@ -582,7 +664,9 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev) {
     /* near field on s1 */
     CU(cudaEventRecord(g->fork, s0));
     CU(cudaStreamWaitEvent(s1, g->fork, 0));
-    k_p2p<<<blocks(nleaf, 4), 128, 0, s1>>>(g->x, g->y, g->z, g->q, g->cs, g->ce, D, g->periodic, g->geom, n, g->near);
+    double *fshift = virial && g->periodic ? g->red + RED_FSHIFT : NULL;
+    k_p2p<<<blocks(nleaf, 4), 128, 0, s1>>>(g->x, g->y, g->z, g->q, g->cs, g->ce, D, g->periodic, g->geom, n, g->near,
+                                            fshift);
     CU(cudaGetLastError());
     CU(cudaEventRecord(g->join, s1));
     MARK(2);
@@ -598,8 +682,12 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev) {
     MARK(4);
     if (g->periodic) {
         k_lattice<<<1, 256, sizeof(double) * nc, s0>>>(nc, g->lattice, g->bg, g->W, g->U);
-        for (int l = 1; l <= D; ++l)
+        for (int l = 1; l <= D; ++l) {
             TRY(m2l_gpu_tiled(&g->m2l, l, 1, g->W + level_offset(l) * nc, g->U + level_offset(l) * nc, s0));
+            if (fshift)
+                K.images<<<(unsigned)(1L << (3 * l)), 128, 0, s0>>>(g->m2l.cls, g->m2l.sign, g->m2l.vlist, l, g->geom,
+                                                                     g->W + level_offset(l) * nc, fshift);
+        }
     } else {
         /* levels 0 and 1 have no well-separated boxes */
         CU(cudaMemsetAsync(g->U, 0, sizeof(double) * nc * level_offset(D < 1 ? 1 : 2), s0));
@@ -624,22 +712,29 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev) {
 }
 #undef MARK
 
-static int capture(fmm_gpu *g) {
-    if (g->exec) cudaGraphExecDestroy(g->exec);
-    g->exec = NULL;
+static int capture(fmm_gpu *g, int v) {
+    if (g->exec[v]) cudaGraphExecDestroy(g->exec[v]);
+    g->exec[v] = NULL;
     cudaGraph_t graph;
     CU(cudaStreamBeginCapture(g->s0, cudaStreamCaptureModeThreadLocal));
-    int rc = enqueue(g, NULL);
+    int rc = enqueue(g, NULL, v);
     cudaError_t e = cudaStreamEndCapture(g->s0, &graph);
     if (rc) {
         if (e == cudaSuccess) cudaGraphDestroy(graph);
         return rc;
     }
     CU(e);
-    e = cudaGraphInstantiate(&g->exec, graph, 0);
+    e = cudaGraphInstantiate(&g->exec[v], graph, 0);
     cudaGraphDestroy(graph);
     CU(e);
-    g->graph_n = (int)g->n, g->graph_depth = g->depth;
+    g->graph_n[v] = (int)g->n, g->graph_depth[v] = g->depth;
+    return FMM_OK;
+}
+
+/* the graph of this kind for the current points, captured on first use */
+static int graph_for(fmm_gpu *g, int v, cudaGraphExec_t *out) {
+    if (!g->exec[v] || g->graph_n[v] != g->n || g->graph_depth[v] != g->depth) TRY(capture(g, v));
+    *out = g->exec[v];
     return FMM_OK;
 }
 
@@ -653,19 +748,22 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const double *xyz, const doubl
     CU(cudaMemcpyAsync(g->xyz, xyz, sizeof(double) * 3 * n, cudaMemcpyHostToDevice, g->s0));
     CU(cudaStreamSynchronize(g->s0));
     g->n = n, g->depth = depth;
-    if (!g->exec || g->graph_n != n || g->graph_depth != depth) TRY(capture(g));
-    return FMM_OK;
+    cudaGraphExec_t ex;
+    return graph_for(g, 0, &ex);
 }
 
 extern "C" int fmm_gpu_execute(fmm_gpu *g, const double *q, double *phi, double *field, double *energy,
-                               double *virial) {
-    if (virial && g->periodic) return FMM_ERR_UNSUPPORTED;
+                               double *virial, fmm_gpu_virial_parts *parts) {
+    if (virial && g->periodic) return FMM_ERR_ARG; /* periodic: the caller assembles it from parts */
     const long n = g->n;
+    cudaGraphExec_t ex;
+    TRY(graph_for(g, parts && g->periodic, &ex));
     CU(cudaMemcpyAsync(g->qin, q, sizeof(double) * n, cudaMemcpyHostToDevice, g->s0));
-    CU(cudaGraphLaunch(g->exec, g->s0));
+    CU(cudaGraphLaunch(ex, g->s0));
     double red[RED_N];
     if (phi) CU(cudaMemcpyAsync(phi, g->out, sizeof(double) * n, cudaMemcpyDeviceToHost, g->s0));
     if (field) CU(cudaMemcpyAsync(field, g->out + n, sizeof(double) * 3 * n, cudaMemcpyDeviceToHost, g->s0));
+    if (parts) CU(cudaMemcpyAsync(parts->wroot, g->W, sizeof(double) * g->nc, cudaMemcpyDeviceToHost, g->s0));
     CU(cudaMemcpyAsync(red, g->red, sizeof red, cudaMemcpyDeviceToHost, g->s0));
     CU(cudaStreamSynchronize(g->s0));
     if (energy) *energy = red[RED_ENERGY];
@@ -673,15 +771,20 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const double *q, double *phi, double 
         for (int a = 0; a < 3; ++a)
             for (int b = 0; b < 3; ++b)
                 virial[3 * a + b] = 0.5 * (red[RED_VIR + 3 * a + b] + red[RED_VIR + 3 * b + a]);
+    if (parts) {
+        memcpy(parts->fy, red + RED_VIR, sizeof parts->fy);
+        memcpy(parts->fshift, red + RED_FSHIFT, sizeof parts->fshift);
+        memcpy(parts->dip, red + RED_D, sizeof parts->dip);
+    }
     return FMM_OK;
 }
 
 extern "C" int fmm_gpu_time(fmm_gpu *g, int reps, double *ms) {
-    if (!g->exec || reps < 1) return FMM_ERR_NOPTS;
-    for (int r = 0; r < 3; ++r) CU(cudaGraphLaunch(g->exec, g->s0)); /* warm-up */
+    if (!g->exec[0] || reps < 1) return FMM_ERR_NOPTS;
+    for (int r = 0; r < 3; ++r) CU(cudaGraphLaunch(g->exec[0], g->s0)); /* warm-up */
     for (int r = 0; r < reps; ++r) {
         CU(cudaEventRecord(g->t0, g->s0));
-        CU(cudaGraphLaunch(g->exec, g->s0));
+        CU(cudaGraphLaunch(g->exec[0], g->s0));
         CU(cudaEventRecord(g->t1, g->s0));
         CU(cudaEventSynchronize(g->t1));
         float t;
@@ -692,14 +795,14 @@ extern "C" int fmm_gpu_time(fmm_gpu *g, int reps, double *ms) {
 }
 
 extern "C" int fmm_gpu_stage_times(fmm_gpu *g, int reps, double *ms) {
-    if (!g->exec || reps < 1) return FMM_ERR_NOPTS;
+    if (!g->exec[0] || reps < 1) return FMM_ERR_NOPTS;
     cudaEvent_t ev[FMM_GPU_NSTAGE + 1] = {0};
     int rc = FMM_OK;
     for (int k = 0; k <= FMM_GPU_NSTAGE && !rc; ++k)
         if (cudaEventCreate(&ev[k]) != cudaSuccess) rc = FMM_ERR_CUDA;
     for (int k = 0; k < FMM_GPU_NSTAGE; ++k) ms[k] = 0.0;
     for (int r = 0; r <= reps && !rc; ++r) { /* r = 0 warms up */
-        rc = enqueue(g, ev);
+        rc = enqueue(g, ev, 0);
         if (!rc && cudaEventSynchronize(ev[FMM_GPU_NSTAGE]) != cudaSuccess) rc = FMM_ERR_CUDA;
         for (int k = 0; k < FMM_GPU_NSTAGE && !rc && r; ++k) {
             float t;

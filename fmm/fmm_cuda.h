@@ -39,10 +39,18 @@ void fmm_gpu_destroy(fmm_gpu *g);
  * the cube [lo, lo + side)^3 (periodic: lo = 0, side = L, positions are wrapped on the device). */
 int fmm_gpu_setpts(fmm_gpu *g, long n, const double *xyz, const double lo[3], double side, int depth);
 
-/* One evaluation; outputs may be NULL. virial: open boundary only (FMM_ERR_UNSUPPORTED for
- * periodic boxes on the GPU). */
+/* What the periodic virial needs from an evaluation (fmm/fmm.c assembles it with the lattice
+ * strain tables): sum_i F_i (x) Y_i (Y about the cell centre), the total force on the cell from
+ * each of the 27 nearest image codes, the dipole, and the scaled root multipole. */
+typedef struct fmm_gpu_virial_parts {
+    double fy[9], fshift[81], dip[3];
+    double *wroot; /* [nc], the caller's */
+} fmm_gpu_virial_parts;
+
+/* One evaluation; outputs may be NULL. virial: open boundary only; periodic: pass parts
+ * (the first such call captures a second graph that also gathers the image forces). */
 int fmm_gpu_execute(fmm_gpu *g, const double *q, double *phi, double *field, double *energy,
-                    double *virial);
+                    double *virial, fmm_gpu_virial_parts *parts);
 
 /* Replay the evaluation graph `reps` times (charges as last uploaded) and return each replay's
  * time in milliseconds from CUDA events. */

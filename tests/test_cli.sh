@@ -252,6 +252,26 @@ expect_bad "--box -1" coulomb --in "$good" --box -1
 expect_bad "--out into a missing directory" coulomb --in "$good" --out "$tmp/no/such/dir/out.txt"
 expect_bad "--periodic without --box" coulomb --in "$small" --periodic
 expect_bad "--periodic --vacuum with a net charge" coulomb --in "$small" --periodic --vacuum --box 1
+expect_bad "--device gpu (not a device name)" coulomb --in "$good" --device gpu
+
+# --device cuda: on a machine with a GPU the same energy as the CPU at the same order and
+# depth; without one, a clear error (one stderr line naming CUDA), never a crash
+name="--device cuda: same energy as the CPU, or a clear no-device error"
+run coulomb --in "$good" --order 6 --depth 2
+ecpu=$(value energy)
+run coulomb --in "$good" --order 6 --depth 2 --device cuda
+if [ "$rc" -eq 0 ]; then
+    egpu=$(value energy)
+    if awk -v a="$egpu" -v b="$ecpu" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b; exit !(d <= 1e-12 * m) }'; then
+        pass "$name"
+    else
+        fail "$name" "cuda energy '$egpu' vs cpu '$ecpu'"
+    fi
+elif [ "$rc" -lt 124 ] && grep -q CUDA "$tmp/stderr" && [ "$(nlines "$tmp/stderr")" -eq 1 ]; then
+    pass "$name (no device here)"
+else
+    fail "$name" "exit $rc"
+fi
 expect_bad "unknown command" frobnicate --in "$good"
 
 name="no arguments at all"
