@@ -8,6 +8,7 @@ static void usage(FILE *f) {
     fprintf(f, "usage: fmm <command> [options]\n"
                "commands:\n"
                "  coulomb    Coulomb potentials and fields of point charges (FMM)\n"
+               "  bldtt      kernel-independent fast sums (Coulomb, Yukawa, ...; BLDTT, CPU/CUDA)\n"
                "  generate   write a test point set (uniform, plummer, sphere, water)\n"
                "Run 'fmm <command> --help' for the options of a command.\n");
 }
@@ -22,6 +23,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "coulomb")) return cli_coulomb(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "bldtt")) return cli_bldtt(argc - 1, argv + 1);
     if (!strcmp(argv[1], "generate")) return cli_generate(argc - 1, argv + 1);
     fprintf(stderr, "fmm: unknown command '%s' (try 'fmm --help')\n", argv[1]);
     return 2;
