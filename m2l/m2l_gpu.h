@@ -56,6 +56,21 @@ int m2l_gpu_tiled(const m2l_gpu_ops *g, int level, int periodic, const double *W
                   cudaStream_t stream);
 int m2l_gpu_naive(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
                   cudaStream_t stream);
+/* dynamic: the parent kernel (one thread per target box) launches its box's V-list grid from
+ * the device; U is cleared first. level >= 1. FMM_ERR_CUDA also where device launches fail. */
+int m2l_gpu_dynamic(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
+                    cudaStream_t stream);
+/* symmetric: a plan per (operator set, level, boundary) holds the presorted lists, tables and
+ * its 8 streams (m2l/m2l_symmetric.cu); run queues U = M2L(W) on `stream` (forking onto the
+ * plan's streams and joining back), so one plan serves one run at a time. The plan refers to
+ * g's operators: free it before g. m2l_symmetric_emulate: the same plan tables and algebra on
+ * the CPU (for tests without a device; U [8^level][nc]). Return FMM_OK, FMM_ERR_ARG,
+ * FMM_ERR_NOMEM or FMM_ERR_CUDA. */
+typedef struct m2l_sym_plan m2l_sym_plan;
+int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int periodic, m2l_sym_plan **plan);
+int m2l_gpu_symmetric_run(const m2l_sym_plan *plan, const double *W, double *U, cudaStream_t stream);
+void m2l_gpu_symmetric_free(m2l_sym_plan *plan);
+int m2l_symmetric_emulate(const m2l_operators *ops, int level, int periodic, const double *W, double *U);
 
 #ifdef __cplusplus
 }
