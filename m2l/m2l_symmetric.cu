@@ -320,8 +320,8 @@ __global__ void __launch_bounds__(256) k_m2l_sym(const double *__restrict__ cls,
     using S = sym_shape<P, B>;
     constexpr int NC = S::NC, GW = S::GW, RPTS = S::RPTS, RP2 = S::RP2, COLS = S::COLS, TT = S::TT, XT = S::XT,
                   KC = S::KC, TS = S::TS;
-    extern __shared__ double smem[];
-    double *Ts = smem, *Zs = smem + KC * TS;
+    extern __shared__ __align__(16) double sym_smem[]; /* 16-byte aligned: double2 loads of Ts */
+    double *Ts = sym_smem, *Zs = sym_smem + KC * TS;
     int *srcs = (int *)(Zs + B * KC * XT);
     const int parity = blockIdx.y, slice = blockIdx.z / csplit, cs = blockIdx.z % csplit;
     const int r0 = cs * SYM_NR / csplit, r1 = (cs + 1) * SYM_NR / csplit;
