@@ -4,6 +4,7 @@
 /* Each takes argv[0] = the command name and returns the process exit status. */
 int cli_coulomb(int argc, char **argv);
 int cli_generate(int argc, char **argv);
+int cli_rbf(int argc, char **argv);
 int cli_bldtt(int argc, char **argv);
 
 /* option-value parsing shared by the commands; print one line to stderr on failure */

@@ -1,0 +1,527 @@
+/* fmm rbf: multiquadric RBF interpolation (FGP iteration) and mesh deformation.
+ *   fmm rbf fit    --centers C --shape c [--tolerance eps] --out MODEL
+ *   fmm rbf eval   --model MODEL --points P --out FILE
+ *   fmm rbf deform --mesh IN.vtk --displacements D --out OUT.vtk
+ *   fmm rbf matvec --centers C --shape c   (one timed mat-vec, for benchmarks) */
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "fmm_rbf.h"
+
+static const char *help =
+    "usage: fmm rbf fit    --centers FILE --shape C [options] --out MODEL\n"
+    "       fmm rbf eval   --model MODEL --points FILE --out FILE [options]\n"
+    "       fmm rbf deform --mesh IN.vtk --displacements FILE --out OUT.vtk [options]\n"
+    "       fmm rbf matvec --centers FILE --shape C [options]\n"
+    "Multiquadric interpolation s(x) = sum_i lambda_i sqrt(|x-x_i|^2 + C^2) + alpha with\n"
+    "s(x_i) = f_i and sum lambda_i = 0, by the Faul-Goodsell-Powell Krylov iteration.\n"
+    "  fit     --centers FILE: one centre per line 'x y z f' ('#' comments, blank lines ok);\n"
+    "          writes MODEL (text: shape, alpha, then 'x y z lambda' per centre, %.17g).\n"
+    "          stdout: n, iterations, max_residual (max|f - s(x_i)| / max|f|), matvec,\n"
+    "          setup_s, fit_s, time_s (setup + fit, without file I/O)\n"
+    "  eval    --points FILE: 'x y z' per line (further columns ignored); --out: s per line.\n"
+    "          stdout: n, m, time_s\n"
+    "  deform  --mesh: legacy ASCII VTK unstructured grid; --displacements: 'x y z dx dy dz'\n"
+    "          per boundary point (need not be mesh nodes); fits one interpolant per component\n"
+    "          and moves every node (nodes on a boundary point get its displacement exactly);\n"
+    "          writes OUT.vtk. --shape defaults to 1/3 of the mean nearest-neighbour spacing of\n"
+    "          the boundary points. stdout: boundary_points, nodes, shape, iterations (largest\n"
+    "          of the three fits), max_residual, min_volume_ratio (smallest new/old volume of\n"
+    "          the 3-D cells' corner tetrahedra; <= 0: an inverted cell), time_s\n"
+    "  matvec  one mat-vec (Phi w)_i at the centres with random weights summing to 0;\n"
+    "          stdout: n, matvec, matvec_s (median of --repeat), rel_error (max-norm error\n"
+    "          against the direct sum at --sample targets, relative to max|Phi w|)\n"
+    "options:\n"
+    "  --shape C          multiquadric shape parameter c > 0 (fit, matvec: required)\n"
+    "  --tolerance T      stop when max|r| <= T max|f|, 1e-13..0.5 (default 1e-8)\n"
+    "  --lset Q           L-set size 2..200 (default 30)\n"
+    "  --max-iter K       iteration limit (default 500)\n"
+    "  --matvec M         auto|direct|series|bldtt (default auto: direct, or series on the CPU\n"
+    "                     for N >= 200000 at tolerance >= 1e-5)\n"
+    "  --series-tol E     accuracy of the series mat-vec terms (default tolerance/100)\n"
+    "  --device D         cpu|cuda (default cpu)\n"
+    "  --threads N        OpenMP threads (default: all)\n"
+    "  --seed S           seed of the FGP random order (default 1)\n"
+    "  --repeat K         matvec: number of timed mat-vecs (default 3)\n"
+    "  --sample K         matvec: targets for the error check (default 1000; 0 = none)\n";
+
+/* Reads rows of at least `ncol` numbers (first ncol kept; more allowed only if `extra`). */
+static int read_table(const char *path, int ncol, int extra, long *n_out, double **out) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "fmm rbf: cannot open '%s': %s\n", path, strerror(errno));
+        return 1;
+    }
+    long n = 0, cap = 1024, lineno = 0;
+    double *v = malloc(sizeof(double) * ncol * cap);
+    char line[4096];
+    if (!v) {
+        fclose(f);
+        fprintf(stderr, "fmm rbf: out of memory\n");
+        return 1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        ++lineno;
+        if (!strchr(line, '\n') && !feof(f)) {
+            fprintf(stderr, "fmm rbf: %s:%ld: line too long\n", path, lineno);
+            goto bad;
+        }
+        char *p = line;
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') ++p;
+        if (!*p || *p == '#') continue;
+        if (n == cap) {
+            cap *= 2;
+            double *w = realloc(v, sizeof(double) * ncol * cap);
+            if (!w) {
+                fprintf(stderr, "fmm rbf: out of memory\n");
+                goto bad;
+            }
+            v = w;
+        }
+        int k = 0;
+        for (;;) {
+            while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') ++p;
+            if (!*p || *p == '#') break;
+            char *e;
+            double x = strtod(p, &e);
+            if (e == p || (*e && !strchr(" \t\r\n#", *e))) {
+                fprintf(stderr, "fmm rbf: %s:%ld: not a number\n", path, lineno);
+                goto bad;
+            }
+            if (k < ncol) v[n * ncol + k] = x;
+            ++k;
+            p = e;
+        }
+        if (k < ncol || (k > ncol && !extra)) {
+            fprintf(stderr, "fmm rbf: %s:%ld: expected %d numbers, found %d\n", path, lineno, ncol, k);
+            goto bad;
+        }
+        ++n;
+    }
+    if (ferror(f)) {
+        fprintf(stderr, "fmm rbf: error reading '%s'\n", path);
+        goto bad;
+    }
+    fclose(f);
+    *n_out = n;
+    *out = v;
+    return 0;
+bad:
+    fclose(f);
+    free(v);
+    return 1;
+}
+
+typedef struct {
+    const char *centers, *out, *model, *points, *mesh, *disp;
+    int have_shape, repeat;
+    long sample;
+    fmm_rbf_opts o;
+} args;
+
+static int parse(int argc, char **argv, const char *cmd, args *A) {
+    memset(A, 0, sizeof *A);
+    fmm_rbf_default_opts(&A->o);
+    A->repeat = 3;
+    A->sample = 1000;
+    for (int i = 2; i < argc; ++i) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(help, stdout);
+            return -1;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "fmm rbf %s: %s needs a value (or unknown option)\n", cmd, a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        int bad = 0;
+        if (!strcmp(a, "--centers")) A->centers = v;
+        else if (!strcmp(a, "--out")) A->out = v;
+        else if (!strcmp(a, "--model")) A->model = v;
+        else if (!strcmp(a, "--points")) A->points = v;
+        else if (!strcmp(a, "--mesh")) A->mesh = v;
+        else if (!strcmp(a, "--displacements")) A->disp = v;
+        else if (!strcmp(a, "--shape")) bad = cli_parse_double(a, v, &A->o.shape), A->have_shape = 1;
+        else if (!strcmp(a, "--tolerance")) bad = cli_parse_double(a, v, &A->o.tolerance);
+        else if (!strcmp(a, "--series-tol")) bad = cli_parse_double(a, v, &A->o.series_tol);
+        else if (!strcmp(a, "--lset")) bad = cli_parse_int(a, v, &A->o.lset_size);
+        else if (!strcmp(a, "--max-iter")) bad = cli_parse_int(a, v, &A->o.max_iter);
+        else if (!strcmp(a, "--threads")) bad = cli_parse_int(a, v, &A->o.threads);
+        else if (!strcmp(a, "--repeat")) {
+            bad = cli_parse_int(a, v, &A->repeat);
+            if (!bad && A->repeat < 1) {
+                fprintf(stderr, "fmm rbf %s: --repeat must be >= 1\n", cmd);
+                return 2;
+            }
+        } else if (!strcmp(a, "--sample")) {
+            bad = cli_parse_long(a, v, &A->sample);
+            if (!bad && A->sample < 0) {
+                fprintf(stderr, "fmm rbf %s: --sample must be >= 0\n", cmd);
+                return 2;
+            }
+        } else if (!strcmp(a, "--seed")) {
+            long s;
+            bad = cli_parse_long(a, v, &s);
+            A->o.seed = (unsigned long long)s;
+        } else if (!strcmp(a, "--matvec")) {
+            if (!strcmp(v, "auto")) A->o.matvec = FMM_RBF_MATVEC_AUTO;
+            else if (!strcmp(v, "direct")) A->o.matvec = FMM_RBF_MATVEC_DIRECT;
+            else if (!strcmp(v, "series")) A->o.matvec = FMM_RBF_MATVEC_SERIES;
+            else if (!strcmp(v, "bldtt")) A->o.matvec = FMM_RBF_MATVEC_BLDTT;
+            else {
+                fprintf(stderr, "fmm rbf %s: --matvec expects auto, direct, series or bldtt, got '%s'\n", cmd, v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--device")) {
+            if (!strcmp(v, "cpu")) A->o.device = FMM_DEVICE_CPU;
+            else if (!strcmp(v, "cuda")) A->o.device = FMM_DEVICE_CUDA;
+            else {
+                fprintf(stderr, "fmm rbf %s: --device expects cpu or cuda, got '%s'\n", cmd, v);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "fmm rbf %s: unknown option '%s' (try --help)\n", cmd, a);
+            return 2;
+        }
+        if (bad) return 2;
+    }
+    return 0;
+}
+
+static const char *mv_name(int m) {
+    return m == FMM_RBF_MATVEC_DIRECT ? "direct" : m == FMM_RBF_MATVEC_SERIES ? "series"
+                                               : m == FMM_RBF_MATVEC_BLDTT  ? "bldtt"
+                                                                            : "auto";
+}
+
+static int need(const char *cmd, const char *v, const char *opt) {
+    if (v) return 0;
+    fprintf(stderr, "fmm rbf %s: %s is required (try --help)\n", cmd, opt);
+    return 1;
+}
+
+static int cmd_fit(args *A) {
+    if (need("fit", A->centers, "--centers FILE") || need("fit", A->out, "--out MODEL")) return 2;
+    if (!A->have_shape) {
+        fprintf(stderr, "fmm rbf fit: --shape C is required (try --help)\n");
+        return 2;
+    }
+    long n;
+    double *t;
+    if (read_table(A->centers, 4, 0, &n, &t)) return 1;
+    int status = 1;
+    double *xyz = malloc(sizeof(double) * 3 * (n > 0 ? n : 1)), *f = malloc(sizeof(double) * (n > 0 ? n : 1));
+    double *lam = malloc(sizeof(double) * (n > 0 ? n : 1));
+    fmm_rbf_plan *p = NULL;
+    if (!xyz || !f || !lam) {
+        fprintf(stderr, "fmm rbf fit: out of memory\n");
+        goto done;
+    }
+    for (long i = 0; i < n; ++i)
+        xyz[3 * i] = t[4 * i], xyz[3 * i + 1] = t[4 * i + 1], xyz[3 * i + 2] = t[4 * i + 2], f[i] = t[4 * i + 3];
+    double t0 = omp_get_wtime(), alpha = 0;
+    fmm_rbf_result r;
+    int rc = fmm_rbf_makeplan(&A->o, &p);
+    if (!rc) rc = fmm_rbf_setpts(p, n, xyz);
+    if (!rc) rc = fmm_rbf_execute(p, f, lam, &alpha, &r);
+    double t1 = omp_get_wtime();
+    if (rc) {
+        fprintf(stderr, "fmm rbf fit: %s\n", fmm_rbf_strerror(rc));
+        goto done;
+    }
+    FILE *o = fopen(A->out, "w");
+    if (!o) {
+        fprintf(stderr, "fmm rbf fit: cannot write '%s'\n", A->out);
+        goto done;
+    }
+    fprintf(o, "# fmm rbf model: s(x) = sum lambda_i sqrt(|x - x_i|^2 + shape^2) + alpha\n");
+    fprintf(o, "shape %.17g\nalpha %.17g\ncenters %ld\n", A->o.shape, alpha, n);
+    for (long i = 0; i < n; ++i)
+        fprintf(o, "%.17g %.17g %.17g %.17g\n", xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2], lam[i]);
+    if (fclose(o)) {
+        fprintf(stderr, "fmm rbf fit: error writing '%s'\n", A->out);
+        goto done;
+    }
+    printf("n %ld\niterations %d\nmax_residual %.6e\nmatvec %s\nsetup_s %.6f\nfit_s %.6f\ntime_s %.6f\n", n,
+           r.iterations, r.max_residual, mv_name(r.matvec), r.time_setup_s, r.time_fit_s, t1 - t0);
+    status = 0;
+done:
+    fmm_rbf_destroy(p);
+    free(t), free(xyz), free(f), free(lam);
+    return status;
+}
+
+/* model file: '#' comments, "shape C", "alpha A", "centers N", then N rows x y z lambda */
+static int read_model(const char *path, double *shape, double *alpha, long *n, double **rows) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "fmm rbf eval: cannot open '%s': %s\n", path, strerror(errno));
+        return 1;
+    }
+    char line[4096];
+    int have = 0, bad = 0;
+    long cnt = -1, k = 0;
+    double *v = NULL;
+    while (!bad && fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        if (cnt < 0) {
+            char key[32], extra[2];
+            double x;
+            if (sscanf(line, "%31s %lf %1s", key, &x, extra) != 2 || !isfinite(x)) bad = 1;
+            else if (!strcmp(key, "shape")) *shape = x, have |= 1;
+            else if (!strcmp(key, "alpha")) *alpha = x, have |= 2;
+            else if (!strcmp(key, "centers") && have == 3 && x >= 0 && x == floor(x) && x < 1e10) {
+                cnt = (long)x;
+                v = malloc(sizeof(double) * 4 * (cnt > 0 ? cnt : 1));
+                if (!v) bad = 1;
+            } else bad = 1;
+            continue;
+        }
+        double a, b, c, d;
+        char extra[2];
+        if (k >= cnt || sscanf(line, "%lf %lf %lf %lf %1s", &a, &b, &c, &d, extra) != 4) {
+            bad = 1;
+            break;
+        }
+        v[4 * k] = a, v[4 * k + 1] = b, v[4 * k + 2] = c, v[4 * k + 3] = d;
+        ++k;
+    }
+    fclose(f);
+    if (bad || cnt < 0 || k != cnt) {
+        free(v);
+        fprintf(stderr, "fmm rbf eval: '%s' is not a model written by 'fmm rbf fit' (malformed)\n", path);
+        return 1;
+    }
+    *n = cnt;
+    *rows = v;
+    return 0;
+}
+
+static int cmd_eval(args *A) {
+    if (need("eval", A->model, "--model MODEL") || need("eval", A->points, "--points FILE") ||
+        need("eval", A->out, "--out FILE"))
+        return 2;
+    double shape = 0, alpha = 0, *rows, *pts;
+    long n, m;
+    if (read_model(A->model, &shape, &alpha, &n, &rows)) return 1;
+    if (read_table(A->points, 3, 1, &m, &pts)) {
+        free(rows);
+        return 1;
+    }
+    int status = 1;
+    double *xyz = malloc(sizeof(double) * 3 * (n > 0 ? n : 1)), *lam = malloc(sizeof(double) * (n > 0 ? n : 1));
+    double *s = malloc(sizeof(double) * (m > 0 ? m : 1));
+    fmm_rbf_plan *p = NULL;
+    if (!xyz || !lam || !s) {
+        fprintf(stderr, "fmm rbf eval: out of memory\n");
+        goto done;
+    }
+    for (long i = 0; i < n; ++i)
+        xyz[3 * i] = rows[4 * i], xyz[3 * i + 1] = rows[4 * i + 1], xyz[3 * i + 2] = rows[4 * i + 2], lam[i] = rows[4 * i + 3];
+    A->o.shape = shape;
+    A->o.lset_size = 2; /* no fit: the smallest L-sets keep setpts cheap */
+    double t0 = omp_get_wtime();
+    int rc = fmm_rbf_makeplan(&A->o, &p);
+    if (!rc) rc = fmm_rbf_setpts(p, n, xyz);
+    if (!rc) rc = fmm_rbf_eval(p, lam, alpha, m, pts, s);
+    double t1 = omp_get_wtime();
+    if (rc) {
+        fprintf(stderr, "fmm rbf eval: %s\n", fmm_rbf_strerror(rc));
+        goto done;
+    }
+    FILE *o = fopen(A->out, "w");
+    if (!o) {
+        fprintf(stderr, "fmm rbf eval: cannot write '%s'\n", A->out);
+        goto done;
+    }
+    for (long i = 0; i < m; ++i) fprintf(o, "%.17g\n", s[i]);
+    if (fclose(o)) {
+        fprintf(stderr, "fmm rbf eval: error writing '%s'\n", A->out);
+        goto done;
+    }
+    printf("n %ld\nm %ld\ntime_s %.6f\n", n, m, t1 - t0);
+    status = 0;
+done:
+    fmm_rbf_destroy(p);
+    free(rows), free(pts), free(xyz), free(lam), free(s);
+    return status;
+}
+
+static int cmd_deform(args *A) {
+    if (need("deform", A->mesh, "--mesh IN.vtk") || need("deform", A->disp, "--displacements FILE") ||
+        need("deform", A->out, "--out OUT.vtk"))
+        return 2;
+    fmm_vtk_mesh mesh, moved;
+    int rc = fmm_vtk_read(A->mesh, &mesh);
+    if (rc) {
+        fprintf(stderr, "fmm rbf deform: %s: %s\n", A->mesh,
+                rc == FMM_ERR_FORMAT ? "not a legacy ASCII VTK unstructured grid (malformed)" : fmm_rbf_strerror(rc));
+        return 1;
+    }
+    long nb;
+    double *t;
+    if (read_table(A->disp, 6, 0, &nb, &t)) {
+        fmm_vtk_free(&mesh);
+        return 1;
+    }
+    int status = 1;
+    double *b = malloc(sizeof(double) * 3 * (nb > 0 ? nb : 1)), *d = malloc(sizeof(double) * 3 * (nb > 0 ? nb : 1));
+    memset(&moved, 0, sizeof moved);
+    moved = mesh;
+    moved.xyz = malloc(sizeof(double) * 3 * (mesh.npoints > 0 ? mesh.npoints : 1));
+    if (!b || !d || !moved.xyz) {
+        fprintf(stderr, "fmm rbf deform: out of memory\n");
+        goto done;
+    }
+    memcpy(moved.xyz, mesh.xyz, sizeof(double) * 3 * mesh.npoints);
+    for (long i = 0; i < nb; ++i)
+        for (int k = 0; k < 3; ++k) b[3 * i + k] = t[6 * i + k], d[3 * i + k] = t[6 * i + 3 + k];
+    double t0 = omp_get_wtime();
+    if (!A->have_shape) {
+        double h;
+        rc = fmm_rbf_mean_spacing(nb, b, &h);
+        if (rc) {
+            fprintf(stderr, "fmm rbf deform: %s\n", fmm_rbf_strerror(rc));
+            goto done;
+        }
+        A->o.shape = h / 3;
+    }
+    fmm_rbf_result r;
+    rc = fmm_rbf_deform(&A->o, nb, b, d, mesh.npoints, moved.xyz, &r);
+    double t1 = omp_get_wtime();
+    if (rc) {
+        fprintf(stderr, "fmm rbf deform: %s\n", fmm_rbf_strerror(rc));
+        goto done;
+    }
+    double ratio = NAN;
+    int have_ratio = fmm_vtk_min_volume_ratio(&mesh, &moved, &ratio) == 0;
+    rc = fmm_vtk_write(A->out, &moved, "deformed by fmm rbf deform");
+    if (rc) {
+        fprintf(stderr, "fmm rbf deform: cannot write '%s'\n", A->out);
+        goto done;
+    }
+    printf("boundary_points %ld\nnodes %ld\nshape %.6g\niterations %d\nmax_residual %.6e\n", nb,
+           mesh.npoints, A->o.shape, r.iterations, r.max_residual);
+    if (have_ratio) printf("min_volume_ratio %.6f\n", ratio);
+    printf("time_s %.6f\n", t1 - t0);
+    status = 0;
+done:
+    free(b), free(d), free(t), free(moved.xyz);
+    fmm_vtk_free(&mesh);
+    return status;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmd_matvec(args *A) {
+    if (need("matvec", A->centers, "--centers FILE")) return 2;
+    if (!A->have_shape) {
+        fprintf(stderr, "fmm rbf matvec: --shape C is required (try --help)\n");
+        return 2;
+    }
+    long n;
+    double *t;
+    if (read_table(A->centers, 3, 1, &n, &t)) return 1;
+    int status = 1, rc;
+    double *xyz = malloc(sizeof(double) * 3 * (n > 0 ? n : 1)), *w = malloc(sizeof(double) * (n > 0 ? n : 1));
+    double *out = malloc(sizeof(double) * (n > 0 ? n : 1)), *ms = malloc(sizeof(double) * A->repeat);
+    fmm_rbf_plan *p = NULL, *ref = NULL;
+    if (!xyz || !w || !out || !ms) {
+        fprintf(stderr, "fmm rbf matvec: out of memory\n");
+        goto done;
+    }
+    for (long i = 0; i < n; ++i)
+        for (int k = 0; k < 3; ++k) xyz[3 * i + k] = t[3 * i + k];
+    unsigned long long st = A->o.seed * 2654435761ULL + 12345;
+    double sum = 0;
+    for (long i = 0; i < n; ++i) {
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        w[i] = (double)(st >> 11) / 9007199254740992.0 - 0.5;
+        sum += w[i];
+    }
+    for (long i = 0; i < n; ++i) w[i] -= sum / n;
+    A->o.lset_size = 2;
+    rc = fmm_rbf_makeplan(&A->o, &p);
+    if (!rc) rc = fmm_rbf_setpts(p, n, xyz);
+    for (int k = 0; k < A->repeat && !rc; ++k) rc = fmm_rbf_matvec(p, w, out, &ms[k]);
+    if (rc) {
+        fprintf(stderr, "fmm rbf matvec: %s\n", fmm_rbf_strerror(rc));
+        goto done;
+    }
+    qsort(ms, A->repeat, sizeof(double), cmp_d);
+    int mv;
+    fmm_rbf_get_method(p, &mv, NULL);
+    printf("n %ld\nmatvec %s\ndevice %s\nmatvec_s %.6f\n", n, mv_name(mv), A->o.device ? "cuda" : "cpu",
+           ms[A->repeat / 2] / 1e3);
+    long m = A->sample < n ? A->sample : n;
+    if (m > 0) {
+        fmm_rbf_opts o = A->o;
+        o.matvec = FMM_RBF_MATVEC_DIRECT;
+        o.device = FMM_DEVICE_CPU;
+        double *pt = malloc(sizeof(double) * 3 * m), *rv = malloc(sizeof(double) * m);
+        if (!pt || !rv) {
+            free(pt), free(rv);
+            fprintf(stderr, "fmm rbf matvec: out of memory\n");
+            goto done;
+        }
+        for (long k = 0; k < m; ++k) {
+            long i = (long)((double)k * n / m);
+            for (int c = 0; c < 3; ++c) pt[3 * k + c] = xyz[3 * i + c];
+        }
+        rc = fmm_rbf_makeplan(&o, &ref);
+        if (!rc) rc = fmm_rbf_setpts(ref, n, xyz);
+        if (!rc) rc = fmm_rbf_eval(ref, w, 0.0, m, pt, rv);
+        if (rc) {
+            free(pt), free(rv);
+            fprintf(stderr, "fmm rbf matvec: reference: %s\n", fmm_rbf_strerror(rc));
+            goto done;
+        }
+        double e = 0, s = 0;
+        for (long k = 0; k < m; ++k) {
+            long i = (long)((double)k * n / m);
+            if (fabs(out[i] - rv[k]) > e) e = fabs(out[i] - rv[k]);
+            if (fabs(rv[k]) > s) s = fabs(rv[k]);
+        }
+        printf("reference_targets %ld\nrel_error %.3e\n", m, s > 0 ? e / s : e);
+        free(pt), free(rv);
+    }
+    status = 0;
+done:
+    fmm_rbf_destroy(p);
+    fmm_rbf_destroy(ref);
+    free(t), free(xyz), free(w), free(out), free(ms);
+    return status;
+}
+
+int cli_rbf(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "fmm rbf: a subcommand is required: fit, eval, deform or matvec (try --help)\n");
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(help, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "fit") && strcmp(cmd, "eval") && strcmp(cmd, "deform") && strcmp(cmd, "matvec")) {
+        fprintf(stderr, "fmm rbf: unknown subcommand '%s' (fit, eval, deform, matvec; try --help)\n", cmd);
+        return 2;
+    }
+    args A;
+    int r = parse(argc, argv, cmd, &A);
+    if (r == -1) return 0;
+    if (r) return r;
+    if (!strcmp(cmd, "fit")) return cmd_fit(&A);
+    if (!strcmp(cmd, "eval")) return cmd_eval(&A);
+    if (!strcmp(cmd, "deform")) return cmd_deform(&A);
+    return cmd_matvec(&A);
+}

@@ -1,0 +1,90 @@
+/* RBF mesh deformation: one multiquadric interpolant per displacement component, all three
+ * fitted with one plan (shared k-d tree, L-sets and local cardinal functions). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rbf/rbf_internal.h"
+
+int fmm_rbf_mean_spacing(long n, const double *xyz, double *h) {
+    if (!xyz || !h) return FMM_ERR_ARG;
+    if (n < 2) return FMM_ERR_NPTS;
+    for (long i = 0; i < 3 * n; ++i)
+        if (!isfinite(xyz[i])) return FMM_ERR_NONFINITE;
+    long *rank = calloc(n, sizeof(long));
+    if (!rank) return FMM_ERR_NOMEM;
+    rbf_kdtree t;
+    int rc = rbf_kd_build(&t, n, xyz, rank, 16);
+    free(rank);
+    if (rc) return rc;
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (long i = 0; i < n; ++i) {
+        long nb[2];
+        double d2[2];
+        int c = rbf_kd_knn_rank(&t, xyz + 3 * i, 0, 2, nb, d2);
+        s += c == 2 ? sqrt(d2[1]) : 0;
+    }
+    rbf_kd_free(&t);
+    *h = s / n;
+    return 0;
+}
+
+int fmm_rbf_deform(const fmm_rbf_opts *opts, long nb, const double *bxyz, const double *disp,
+                   long m, double *xyz, fmm_rbf_result *result) {
+    if (!opts || !bxyz || !disp || m < 0 || (m > 0 && !xyz)) return FMM_ERR_ARG;
+    if (nb < 2) return FMM_ERR_NPTS;
+    for (long i = 0; i < 3 * nb; ++i)
+        if (!isfinite(disp[i])) return FMM_ERR_NONFINITE;
+    for (long i = 0; i < 3 * m; ++i)
+        if (!isfinite(xyz[i])) return FMM_ERR_NONFINITE;
+    fmm_rbf_plan *p;
+    int rc = fmm_rbf_makeplan(opts, &p);
+    if (rc) return rc;
+    rc = fmm_rbf_setpts(p, nb, bxyz);
+    double *f = malloc(sizeof(double) * nb), *lam = malloc(sizeof(double) * nb);
+    double *s = malloc(sizeof(double) * 3 * (m > 0 ? m : 1));
+    long *hit = malloc(sizeof(long) * (m > 0 ? m : 1));
+    fmm_rbf_result worst;
+    memset(&worst, 0, sizeof worst);
+    if (!rc && (!f || !lam || !s || !hit)) rc = FMM_ERR_NOMEM;
+    for (int d = 0; d < 3 && !rc; ++d) {
+        for (long i = 0; i < nb; ++i) f[i] = disp[3 * i + d];
+        double a;
+        fmm_rbf_result r;
+        rc = fmm_rbf_execute(p, f, lam, &a, &r);
+        if (d == 0 || r.iterations > worst.iterations) worst.iterations = r.iterations;
+        if (r.max_residual > worst.max_residual) worst.max_residual = r.max_residual;
+        worst.time_setup_s = r.time_setup_s;
+        worst.time_fit_s += r.time_fit_s;
+        worst.time_matvec_s += r.time_matvec_s;
+        worst.matvec = r.matvec, worst.device = r.device;
+        if (rc) break;
+        double *sd = s + d * (m > 0 ? m : 1);
+        rc = fmm_rbf_eval(p, lam, a, m, xyz, sd);
+    }
+    if (!rc && m > 0) {
+        /* nodes on a boundary point take its displacement exactly */
+        long *rank = calloc(nb, sizeof(long));
+        rbf_kdtree t;
+        if (!rank) rc = FMM_ERR_NOMEM;
+        if (!rc) rc = rbf_kd_build(&t, nb, bxyz, rank, 16);
+        free(rank);
+        if (!rc) {
+#pragma omp parallel for
+            for (long i = 0; i < m; ++i) {
+                long k;
+                double d2;
+                hit[i] = (rbf_kd_knn_rank(&t, xyz + 3 * i, 0, 1, &k, &d2) == 1 && d2 == 0) ? k : -1;
+            }
+            rbf_kd_free(&t);
+            for (long i = 0; i < m; ++i)
+                for (int d = 0; d < 3; ++d)
+                    xyz[3 * i + d] += hit[i] >= 0 ? disp[3 * hit[i] + d] : s[d * m + i];
+        }
+    }
+    if (result) *result = worst;
+    free(f), free(lam), free(s), free(hit);
+    fmm_rbf_destroy(p);
+    return rc;
+}

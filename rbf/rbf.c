@@ -1,0 +1,524 @@
+/* FGP-RBF plan: options, centres (k-d tree, L-sets, local cardinal functions), the Krylov
+ * iteration of Faul, Goodsell & Powell (digest A.2, with the corrected step 6), evaluation,
+ * and mesh deformation. */
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fmm_bldtt.h"
+#include "rbf/rbf_internal.h"
+
+/* below this many centres the CPU plan uses the direct sum whatever the tolerance */
+#define RBF_AUTO_SERIES_MIN 200000
+
+void fmm_rbf_default_opts(fmm_rbf_opts *o) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->shape = 1.0;
+    o->tolerance = 1e-8;
+    o->lset_size = 30;
+    o->max_iter = 500;
+    o->matvec = FMM_RBF_MATVEC_AUTO;
+    o->series_tol = 0;
+    o->device = FMM_DEVICE_CPU;
+    o->threads = 0;
+    o->seed = 1;
+}
+
+static int check_opts(const fmm_rbf_opts *o) {
+    if (!(isfinite(o->shape) && o->shape > 0)) return FMM_ERR_PARAM;
+    if (!(o->tolerance >= FMM_RBF_TOL_MIN && o->tolerance <= FMM_RBF_TOL_MAX)) return FMM_ERR_TOLERANCE;
+    if (o->lset_size < FMM_RBF_Q_MIN || o->lset_size > FMM_RBF_Q_MAX) return FMM_ERR_PARAM;
+    if (o->max_iter < 1) return FMM_ERR_PARAM;
+    if (o->matvec < FMM_RBF_MATVEC_AUTO || o->matvec > FMM_RBF_MATVEC_BLDTT) return FMM_ERR_PARAM;
+    if (!(o->series_tol == 0 || (o->series_tol > 0 && o->series_tol <= 1e-2))) return FMM_ERR_PARAM;
+    if (o->threads < 0) return FMM_ERR_THREADS;
+    if (o->device != FMM_DEVICE_CPU && o->device != FMM_DEVICE_CUDA) return FMM_ERR_DEVICE;
+    if (o->device == FMM_DEVICE_CUDA) {
+#ifdef FMM_HAVE_CUDA
+        if (fmm_cuda_device_count() == 0) return FMM_ERR_DEVICE;
+        if (o->matvec == FMM_RBF_MATVEC_SERIES) return FMM_ERR_UNSUPPORTED; /* CPU only */
+#else
+        return FMM_ERR_DEVICE;
+#endif
+    }
+    return 0;
+}
+
+int fmm_rbf_makeplan(const fmm_rbf_opts *opts, fmm_rbf_plan **plan) {
+    if (!plan) return FMM_ERR_ARG;
+    *plan = NULL;
+    if (!opts) return FMM_ERR_ARG;
+    int rc = check_opts(opts);
+    if (rc) return rc;
+    fmm_rbf_plan *p = calloc(1, sizeof *p);
+    if (!p) return FMM_ERR_NOMEM;
+    p->o = *opts;
+    p->threads = opts->threads > 0 ? opts->threads : omp_get_max_threads();
+    p->c2 = opts->shape * opts->shape;
+    *plan = p;
+    return 0;
+}
+
+static void free_centres(fmm_rbf_plan *p) {
+    free(p->x), free(p->y), free(p->z), free(p->perm), free(p->lcnt), free(p->lidx), free(p->lzeta);
+    rbf_series_destroy(p->ser);
+    bldtt_destroy(p->bl);
+    p->bl = NULL;
+#ifdef FMM_HAVE_CUDA
+    rbf_cuda_destroy(p->gpu);
+#endif
+    p->x = p->y = p->z = NULL, p->perm = NULL, p->lcnt = NULL, p->lidx = NULL, p->lzeta = NULL;
+    p->ser = NULL, p->gpu = NULL, p->n = 0;
+}
+
+void fmm_rbf_destroy(fmm_rbf_plan *p) {
+    if (!p) return;
+    free_centres(p);
+    free(p);
+}
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Solves [Phi 1; 1^T 0][zeta; psi] = [e_0; 0] for the s points (Gaussian elimination with
+ * partial pivoting), then normalises zeta by sqrt(-zeta^T Phi zeta). Returns 1 if the system
+ * is numerically singular or the quadratic form is not negative (zeta set to 0). */
+static int local_solve(int s, const double *px, const double *py, const double *pz, double c2,
+                       double *A, double *zeta) {
+    int N = s + 1;
+    double *b = A + N * N;
+    for (int i = 0; i < s; ++i) {
+        for (int j = 0; j < s; ++j) {
+            double dx = px[i] - px[j], dy = py[i] - py[j], dz = pz[i] - pz[j];
+            A[i * N + j] = sqrt(dx * dx + dy * dy + dz * dz + c2);
+        }
+        A[i * N + s] = 1;
+        A[s * N + i] = 1;
+        b[i] = 0;
+    }
+    A[s * N + s] = 0;
+    b[s] = 0;
+    b[0] = 1;
+    for (int k = 0; k < N; ++k) {
+        int piv = k;
+        double best = fabs(A[k * N + k]);
+        for (int i = k + 1; i < N; ++i)
+            if (fabs(A[i * N + k]) > best) best = fabs(A[i * N + k]), piv = i;
+        if (!(best > 0)) goto singular;
+        if (piv != k) {
+            for (int j = k; j < N; ++j) {
+                double t = A[k * N + j];
+                A[k * N + j] = A[piv * N + j], A[piv * N + j] = t;
+            }
+            double t = b[k];
+            b[k] = b[piv], b[piv] = t;
+        }
+        double inv = 1 / A[k * N + k];
+        for (int i = k + 1; i < N; ++i) {
+            double f = A[i * N + k] * inv;
+            if (f == 0) continue;
+            double *ai = A + i * N;
+            const double *ak = A + k * N;
+#pragma omp simd
+            for (int j = k + 1; j < N; ++j) ai[j] -= f * ak[j];
+            b[i] -= f * b[k];
+        }
+    }
+    for (int i = N - 1; i >= 0; --i) {
+        double v = b[i];
+        for (int j = i + 1; j < N; ++j) v -= A[i * N + j] * b[j];
+        b[i] = v / A[i * N + i];
+    }
+    double q = 0;
+    for (int i = 0; i < s; ++i) {
+        double r = 0;
+        for (int j = 0; j < s; ++j) {
+            double dx = px[i] - px[j], dy = py[i] - py[j], dz = pz[i] - pz[j];
+            r += sqrt(dx * dx + dy * dy + dz * dz + c2) * b[j];
+        }
+        q += b[i] * r;
+    }
+    if (!(q < 0) || !isfinite(q)) goto singular;
+    double sc = 1 / sqrt(-q);
+    for (int i = 0; i < s; ++i) {
+        zeta[i] = b[i] * sc;
+        if (!isfinite(zeta[i])) goto singular;
+    }
+    return 0;
+singular:
+    for (int i = 0; i < s; ++i) zeta[i] = 0;
+    return 1;
+}
+
+/* BLDTT options for the plan's accuracy: the digest's (theta, degree) ladder, from about
+ * 1e-8 relative (0.7, 8) to 1e-10 (0.5, 10) for the Coulomb kernel (docs/bldtt.md). */
+static void bldtt_set_opts(const fmm_rbf_plan *p, bldtt_opts *bo) {
+    bldtt_default_opts(bo);
+    bo->kernel = BLDTT_MULTIQUADRIC;
+    bo->param = p->o.shape;
+    double t = p->o.series_tol > 0 ? p->o.series_tol : p->o.tolerance / 100;
+    if (t >= 1e-5) bo->theta = 0.7, bo->degree = 5;
+    else if (t >= 1e-8) bo->theta = 0.7, bo->degree = 8;
+    else bo->theta = 0.5, bo->degree = 10;
+    bo->device = p->o.device;
+    bo->threads = p->o.threads;
+}
+
+int fmm_rbf_setpts(fmm_rbf_plan *p, long n, const double *xyz) {
+    if (!p || (!xyz && n > 0)) return FMM_ERR_ARG;
+    if (n < 2) return FMM_ERR_NPTS;
+    if (n > 2147483646L) return FMM_ERR_NPTS;
+    for (long i = 0; i < 3 * n; ++i)
+        if (!isfinite(xyz[i])) return FMM_ERR_NONFINITE;
+    double t0 = omp_get_wtime();
+    fmm_rbf_plan tmp = *p; /* built here, swapped in on success */
+    tmp.x = tmp.y = tmp.z = NULL, tmp.perm = NULL, tmp.lcnt = NULL, tmp.lidx = NULL;
+    tmp.lzeta = NULL, tmp.ser = NULL, tmp.gpu = NULL, tmp.bl = NULL;
+    tmp.n = n;
+    int q = p->o.lset_size;
+    tmp.q = q;
+    long ns = n - 1;
+    tmp.x = malloc(sizeof(double) * n), tmp.y = malloc(sizeof(double) * n);
+    tmp.z = malloc(sizeof(double) * n), tmp.perm = malloc(sizeof(long) * n);
+    tmp.lcnt = malloc(sizeof(int) * ns);
+    tmp.lidx = malloc(sizeof(int) * ns * q);
+    tmp.lzeta = malloc(sizeof(double) * ns * q);
+    long *rank = malloc(sizeof(long) * n);
+    int rc = 0;
+    rbf_kdtree kd;
+    memset(&kd, 0, sizeof kd);
+    if (!tmp.x || !tmp.y || !tmp.z || !tmp.perm || !tmp.lcnt || !tmp.lidx || !tmp.lzeta || !rank) {
+        rc = FMM_ERR_NOMEM;
+        goto fail;
+    }
+    for (long i = 0; i < n; ++i) tmp.x[i] = xyz[3 * i], tmp.y[i] = xyz[3 * i + 1], tmp.z[i] = xyz[3 * i + 2];
+    /* the random order sigma (Fisher-Yates) and each centre's rank in it */
+    uint64_t st = p->o.seed;
+    for (long i = 0; i < n; ++i) tmp.perm[i] = i;
+    for (long i = n - 1; i > 0; --i) {
+        long j = (long)(splitmix(&st) % (uint64_t)(i + 1));
+        long t = tmp.perm[i];
+        tmp.perm[i] = tmp.perm[j], tmp.perm[j] = t;
+    }
+    for (long m = 0; m < n; ++m) rank[tmp.perm[m]] = m;
+    rc = rbf_kd_build(&kd, n, xyz, rank, 16);
+    if (rc) goto fail;
+    int coincident = 0, nomem = 0;
+    long degenerate = 0;
+#pragma omp parallel num_threads(p->threads) reduction(+ : degenerate)
+    {
+        long *nb = malloc(sizeof(long) * q);
+        double *d2 = malloc(sizeof(double) * q);
+        double *A = malloc(sizeof(double) * ((q + 1) * (q + 1) + (q + 1)));
+        double *px = malloc(sizeof(double) * 3 * q);
+        if (!nb || !d2 || !A || !px) {
+#pragma omp atomic write
+            nomem = 1;
+        }
+#pragma omp for schedule(dynamic, 64)
+        for (long m = 0; m < ns; ++m) {
+            if (!nb || !d2 || !A || !px || coincident) continue;
+            long l = tmp.perm[m];
+            double pt[3] = {tmp.x[l], tmp.y[l], tmp.z[l]};
+            int cnt = rbf_kd_knn_rank(&kd, pt, m, q, nb, d2);
+            /* l itself is at distance 0; a second point there is a duplicate centre */
+            if (cnt >= 2 && d2[1] == 0) {
+#pragma omp atomic write
+                coincident = 1;
+                continue;
+            }
+            for (int i = 0; i < cnt; ++i)
+                if (nb[i] == l) {
+                    nb[i] = nb[0], nb[0] = l;
+                    break;
+                }
+            int *ix = tmp.lidx + m * q;
+            for (int i = 0; i < cnt; ++i) {
+                ix[i] = (int)nb[i];
+                px[i] = tmp.x[nb[i]], px[q + i] = tmp.y[nb[i]], px[2 * q + i] = tmp.z[nb[i]];
+            }
+            tmp.lcnt[m] = cnt;
+            degenerate += local_solve(cnt, px, px + q, px + 2 * q, p->c2, A, tmp.lzeta + m * q);
+        }
+        free(nb), free(d2), free(A), free(px);
+    }
+    if (nomem) rc = FMM_ERR_NOMEM;
+    else if (coincident) rc = FMM_ERR_COINCIDENT;
+    else if (degenerate > ns / 2) rc = FMM_ERR_NOCONVERGE; /* c far too large for the spacing */
+    if (rc) goto fail;
+    tmp.ndegenerate = degenerate;
+    /* the mat-vec */
+    int mv = p->o.matvec;
+    if (mv == FMM_RBF_MATVEC_AUTO)
+        mv = (p->o.device == FMM_DEVICE_CPU && n >= RBF_AUTO_SERIES_MIN && p->o.tolerance >= 1e-5)
+                 ? FMM_RBF_MATVEC_SERIES
+                 : FMM_RBF_MATVEC_DIRECT;
+    tmp.matvec = mv;
+    if (mv == FMM_RBF_MATVEC_SERIES) {
+        double stol = p->o.series_tol > 0 ? p->o.series_tol : p->o.tolerance / 100;
+        if (stol < 1e-12) stol = 1e-12;
+        rc = rbf_series_create(&tmp.ser, n, xyz, p->o.shape, stol);
+        if (rc) goto fail;
+    }
+    if (mv == FMM_RBF_MATVEC_BLDTT) {
+        bldtt_opts bo;
+        bldtt_set_opts(p, &bo);
+        rc = bldtt_makeplan(&bo, &tmp.bl);
+        if (!rc) rc = bldtt_setpts(tmp.bl, n, xyz, 0, NULL);
+        if (rc) goto fail;
+    }
+#ifdef FMM_HAVE_CUDA
+    if (p->o.device == FMM_DEVICE_CUDA && mv == FMM_RBF_MATVEC_DIRECT) {
+        rc = rbf_cuda_create(&tmp.gpu, n, tmp.x, tmp.y, tmp.z);
+        if (rc) goto fail;
+    }
+#endif
+    rbf_kd_free(&kd);
+    free(rank);
+    tmp.time_setup = omp_get_wtime() - t0;
+    free_centres(p);
+    *p = tmp;
+    return 0;
+fail:
+    rbf_kd_free(&kd);
+    free(rank);
+    free_centres(&tmp);
+    return rc;
+}
+
+int rbf_plan_apply(fmm_rbf_plan *p, const double *w, long m, const double *tx, const double *ty,
+                   const double *tz, double *out) {
+    if (p->matvec == FMM_RBF_MATVEC_SERIES) {
+        if (!tx) return rbf_series_apply_self(p->ser, w, out, p->threads);
+        return rbf_series_apply(p->ser, w, m, tx, ty, tz, out, p->threads);
+    }
+    if (p->matvec == FMM_RBF_MATVEC_BLDTT) {
+        /* BLDTT leaves out the self term G(0) w_i = c w_i: added here */
+        if (!tx) {
+            int rc = bldtt_execute(p->bl, w, out, NULL);
+            if (rc) return rc;
+            for (long i = 0; i < p->n; ++i) out[i] += p->o.shape * w[i];
+            return 0;
+        }
+        bldtt_opts bo;
+        bldtt_set_opts(p, &bo);
+        bldtt_plan *b = NULL;
+        double *t = malloc(sizeof(double) * 3 * m), *src = malloc(sizeof(double) * 3 * p->n);
+        int rc = (!t || !src) ? FMM_ERR_NOMEM : 0;
+        if (!rc) {
+            for (long i = 0; i < m; ++i) t[3 * i] = tx[i], t[3 * i + 1] = ty[i], t[3 * i + 2] = tz[i];
+            for (long i = 0; i < p->n; ++i) src[3 * i] = p->x[i], src[3 * i + 1] = p->y[i], src[3 * i + 2] = p->z[i];
+            rc = bldtt_makeplan(&bo, &b);
+        }
+        if (!rc) rc = bldtt_setpts(b, p->n, src, m, t);
+        if (!rc) rc = bldtt_execute(b, w, out, NULL);
+        bldtt_destroy(b);
+        free(t), free(src);
+        return rc;
+    }
+#ifdef FMM_HAVE_CUDA
+    if (p->gpu) return rbf_cuda_matvec(p->gpu, p->c2, w, tx ? m : p->n, tx, ty, tz, out);
+#endif
+    if (!tx) rbf_direct_cpu(p->n, p->x, p->y, p->z, w, p->c2, p->n, p->x, p->y, p->z, out, p->threads);
+    else rbf_direct_cpu(p->n, p->x, p->y, p->z, w, p->c2, m, tx, ty, tz, out, p->threads);
+    return 0;
+}
+
+int fmm_rbf_matvec(fmm_rbf_plan *p, const double *w, double *out, double *ms) {
+    if (!p || !w || !out) return FMM_ERR_ARG;
+    if (p->n == 0) return FMM_ERR_NOPTS;
+    for (long i = 0; i < p->n; ++i)
+        if (!isfinite(w[i])) return FMM_ERR_NONFINITE;
+    double t0 = omp_get_wtime();
+    int rc = rbf_plan_apply(p, w, 0, NULL, NULL, NULL, out);
+    if (ms) *ms = 1e3 * (omp_get_wtime() - t0);
+    return rc;
+}
+
+int fmm_rbf_get_method(const fmm_rbf_plan *p, int *matvec, int *lset_size) {
+    if (!p) return FMM_ERR_ARG;
+    if (p->n == 0) return FMM_ERR_NOPTS;
+    if (matvec) *matvec = p->matvec;
+    if (lset_size) *lset_size = p->q;
+    return 0;
+}
+
+static double max_abs(long n, const double *v) {
+    double m = 0;
+    for (long i = 0; i < n; ++i)
+        if (fabs(v[i]) > m) m = fabs(v[i]);
+    return m;
+}
+
+/* tau = sum_l (zeta_l . r) zeta_l over the L-sets; tb: threads * n doubles */
+static void precondition(const fmm_rbf_plan *p, const double *r, double *tau, double *tb) {
+    long n = p->n, ns = n - 1;
+    int q = p->q, nt = p->threads;
+#pragma omp parallel num_threads(nt)
+    {
+        int tid = omp_get_thread_num();
+        double *tl = tb + (long)tid * n;
+        memset(tl, 0, sizeof(double) * n);
+#pragma omp for schedule(static)
+        for (long m = 0; m < ns; ++m) {
+            const int *ix = p->lidx + m * q;
+            const double *z = p->lzeta + m * q;
+            int c = p->lcnt[m];
+            double mu = 0;
+            for (int i = 0; i < c; ++i) mu += z[i] * r[ix[i]];
+            for (int i = 0; i < c; ++i) tl[ix[i]] += mu * z[i];
+        }
+        /* implicit barrier; then sum the thread buffers */
+#pragma omp for schedule(static)
+        for (long i = 0; i < n; ++i) {
+            double s = 0;
+            for (int t = 0; t < omp_get_num_threads(); ++t) s += tb[(long)t * n + i];
+            tau[i] = s;
+        }
+    }
+}
+
+int fmm_rbf_execute(fmm_rbf_plan *p, const double *f, double *lambda, double *alpha,
+                    fmm_rbf_result *res) {
+    if (!p || !f || !lambda || !alpha) return FMM_ERR_ARG;
+    if (p->n == 0) return FMM_ERR_NOPTS;
+    long n = p->n;
+    for (long i = 0; i < n; ++i)
+        if (!isfinite(f[i])) return FMM_ERR_NONFINITE;
+    double t0 = omp_get_wtime(), tmv = 0;
+    double *r = malloc(sizeof(double) * n), *tau = malloc(sizeof(double) * n);
+    double *del = malloc(sizeof(double) * n), *d = malloc(sizeof(double) * n);
+    double *tb = malloc(sizeof(double) * n * p->threads);
+    if (!r || !tau || !del || !d || !tb) {
+        free(r), free(tau), free(del), free(d), free(tb);
+        return FMM_ERR_NOMEM;
+    }
+    double fmin = f[0], fmax = f[0];
+    for (long i = 0; i < n; ++i) {
+        if (f[i] < fmin) fmin = f[i];
+        if (f[i] > fmax) fmax = f[i];
+    }
+    double fscale = max_abs(n, f), thr = p->o.tolerance * (fscale > 0 ? fscale : 1);
+    double a = 0.5 * (fmin + fmax);
+    for (long i = 0; i < n; ++i) lambda[i] = 0, r[i] = f[i] - a;
+    int it = 0, rc = 0, first = 1, replaced = 0;
+    double ddprev = 0, rmax = max_abs(n, r);
+    while (rmax > thr) {
+        if (it >= p->o.max_iter) {
+            rc = FMM_ERR_NOCONVERGE;
+            break;
+        }
+        ++it;
+        precondition(p, r, tau, tb);
+        if (first) {
+            memcpy(del, tau, sizeof(double) * n);
+        } else {
+            double num = 0;
+#pragma omp parallel for reduction(+ : num) num_threads(p->threads)
+            for (long i = 0; i < n; ++i) num += tau[i] * d[i];
+            double beta = num / ddprev;
+#pragma omp parallel for num_threads(p->threads)
+            for (long i = 0; i < n; ++i) del[i] = tau[i] - beta * del[i];
+        }
+        first = 0;
+        double tm = omp_get_wtime();
+        rc = rbf_plan_apply(p, del, 0, NULL, NULL, NULL, d);
+        tmv += omp_get_wtime() - tm;
+        if (rc) break;
+        double dd = 0, dr = 0;
+#pragma omp parallel for reduction(+ : dd, dr) num_threads(p->threads)
+        for (long i = 0; i < n; ++i) dd += del[i] * d[i], dr += del[i] * r[i];
+        if (!(dd < 0) || !isfinite(dd) || !isfinite(dr)) {
+            /* no descent possible: the search direction vanished or lost definiteness */
+            rc = FMM_ERR_NOCONVERGE;
+            break;
+        }
+        double g = dr / dd, vmin = INFINITY, vmax = -INFINITY;
+#pragma omp parallel for reduction(min : vmin) reduction(max : vmax) num_threads(p->threads)
+        for (long i = 0; i < n; ++i) {
+            double v = r[i] - g * d[i];
+            r[i] = v;
+            vmin = v < vmin ? v : vmin;
+            vmax = v > vmax ? v : vmax;
+            lambda[i] += g * del[i];
+        }
+        double om = 0.5 * (vmin + vmax);
+        rmax = 0;
+#pragma omp parallel for reduction(max : rmax) num_threads(p->threads)
+        for (long i = 0; i < n; ++i) {
+            r[i] -= om;
+            rmax = fabs(r[i]) > rmax ? fabs(r[i]) : rmax;
+        }
+        a += om;
+        ddprev = dd;
+        if (rmax <= thr) {
+            /* fresh residual: the recurrence may have drifted */
+            tm = omp_get_wtime();
+            rc = rbf_plan_apply(p, lambda, 0, NULL, NULL, NULL, d);
+            tmv += omp_get_wtime() - tm;
+            if (rc) break;
+            for (long i = 0; i < n; ++i) r[i] = f[i] - d[i] - a;
+            rmax = max_abs(n, r);
+            if (rmax > thr) {
+                if (++replaced > 5) {
+                    rc = FMM_ERR_NOCONVERGE;
+                    break;
+                }
+                first = 1; /* restart the conjugate directions from the true residual */
+            }
+        }
+    }
+    *alpha = a;
+    if (res) {
+        res->iterations = it;
+        res->max_residual = rmax / (fscale > 0 ? fscale : 1);
+        res->time_setup_s = p->time_setup;
+        res->time_fit_s = omp_get_wtime() - t0;
+        res->time_matvec_s = tmv;
+        res->matvec = p->matvec;
+        res->device = p->o.device;
+    }
+    free(r), free(tau), free(del), free(d), free(tb);
+    return rc;
+}
+
+int fmm_rbf_eval(fmm_rbf_plan *p, const double *lambda, double alpha, long m, const double *xyz,
+                 double *s) {
+    if (!p || !lambda || m < 0 || (m > 0 && (!xyz || !s))) return FMM_ERR_ARG;
+    if (p->n == 0) return FMM_ERR_NOPTS;
+    if (!isfinite(alpha)) return FMM_ERR_NONFINITE;
+    for (long i = 0; i < p->n; ++i)
+        if (!isfinite(lambda[i])) return FMM_ERR_NONFINITE;
+    for (long i = 0; i < 3 * m; ++i)
+        if (!isfinite(xyz[i])) return FMM_ERR_NONFINITE;
+    if (m == 0) return 0;
+    double *t = malloc(sizeof(double) * 3 * m);
+    if (!t) return FMM_ERR_NOMEM;
+    for (long i = 0; i < m; ++i) t[i] = xyz[3 * i], t[m + i] = xyz[3 * i + 1], t[2 * m + i] = xyz[3 * i + 2];
+    int rc = rbf_plan_apply(p, lambda, m, t, t + m, t + 2 * m, s);
+    free(t);
+    if (rc) return rc;
+    for (long i = 0; i < m; ++i) s[i] += alpha;
+    return 0;
+}
+
+const char *fmm_rbf_strerror(int status) {
+    switch (status) {
+    case FMM_ERR_NPTS: return "rbf: at least 2 centres are needed";
+    case FMM_ERR_NONFINITE: return "rbf: non-finite (NaN or Inf) coordinate, value or coefficient";
+    case FMM_ERR_TOLERANCE: return "rbf: tolerance out of range [1e-13, 0.5]";
+    case FMM_ERR_PARAM: return "rbf: parameter out of range (shape c must be finite and > 0; L-set size 2..200; max_iter >= 1; series_tol 0 or (0, 1e-2])";
+    case FMM_ERR_COINCIDENT: return "rbf: two centres at the same position (duplicate centres)";
+    case FMM_ERR_NOPTS: return "rbf: no centres set: call fmm_rbf_setpts first";
+    case FMM_ERR_NOCONVERGE: return "rbf: the FGP iteration did not reach the tolerance (max_iter, breakdown, or local systems singular: shape c too large for the spacing)";
+    case FMM_ERR_UNSUPPORTED: return "rbf: mat-vec not available (the series mat-vec runs on the CPU only)";
+    default: return fmm_strerror(status);
+    }
+}

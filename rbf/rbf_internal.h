@@ -1,0 +1,67 @@
+/* Internals of the FGP-RBF solver (rbf/): plan, mat-vec back ends. */
+#ifndef FMM_RBF_INTERNAL_H
+#define FMM_RBF_INTERNAL_H
+
+#include "fmm_rbf.h"
+#include "rbf/kdtree.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- direct sum on the CPU: out[i] = sum_j w[j] sqrt(|t_i - s_j|^2 + c2), OpenMP ---- */
+void rbf_direct_cpu(long ns, const double *sx, const double *sy, const double *sz,
+                    const double *w, double c2, long m, const double *tx, const double *ty,
+                    const double *tz, double *out, int threads);
+
+/* ---- multiquadric far-field series on a k-d cluster tree (rbf/series.c) ---- */
+typedef struct rbf_series rbf_series;
+/* sources in caller's order (interleaved); tol: relative accuracy of each far-field term */
+int rbf_series_create(rbf_series **s, long n, const double *xyz, double c, double tol);
+/* out (m) = Phi w at targets (SoA); w in caller's order of the sources */
+int rbf_series_apply(rbf_series *s, const double *w, long m, const double *tx, const double *ty,
+                     const double *tz, double *out, int threads);
+/* same at the sources themselves (uses the source tree as target batches) */
+int rbf_series_apply_self(rbf_series *s, const double *w, double *out, int threads);
+void rbf_series_destroy(rbf_series *s);
+/* order L and opening parameter theta chosen for tol */
+void rbf_series_params(double tol, int *L, double *theta);
+
+/* ---- CUDA direct sum (rbf/rbf_cuda.cu), double precision ---- */
+typedef struct rbf_cuda rbf_cuda;
+int rbf_cuda_create(rbf_cuda **g, long n, const double *x, const double *y, const double *z);
+/* targets NULL: the sources themselves */
+int rbf_cuda_matvec(rbf_cuda *g, double c2, const double *w, long m, const double *tx,
+                    const double *ty, const double *tz, double *out);
+void rbf_cuda_destroy(rbf_cuda *g);
+
+struct fmm_rbf_plan {
+    fmm_rbf_opts o;
+    int threads;   /* resolved */
+    double c2;
+    /* centres */
+    long n;
+    double *x, *y, *z;
+    /* L-sets: set m (for centre perm[m], m = 0 .. n-2) holds lcnt[m] entries at m*q */
+    int q;
+    long *perm;
+    int *lcnt;
+    int *lidx;
+    double *lzeta; /* zeta / sqrt(-zeta^T Phi zeta): the normalised local cardinal coefficients */
+    long ndegenerate; /* sets skipped: their local system was numerically singular */
+    int matvec;    /* resolved method */
+    rbf_series *ser;
+    rbf_cuda *gpu;
+    struct bldtt_plan *bl; /* BLDTT mat-vec at the centres (targets = sources) */
+    double time_setup;
+};
+
+/* mat-vec at m targets (NULL: the centres) by the plan's method */
+int rbf_plan_apply(fmm_rbf_plan *p, const double *w, long m, const double *tx, const double *ty,
+                   const double *tz, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# test_cli_rbf.sh - the contract of `fmm rbf fit|eval|deform|matvec`.
+# usage: bash tests/test_cli_rbf.sh path/to/fmm
+# Good input: exit 0, empty stderr, the documented stdout keys, output files of the right shape,
+# the fitted model reproducing the data at the centres; bad input: non-zero exit (no crash)
+# and exactly one line on stderr. Last line: "N passed, M failed"; exit 1 if any failed.
+set -u
+FMM=${1:?usage: test_cli_rbf.sh path/to/fmm}
+if [ ! -x "$FMM" ]; then echo "test_cli_rbf.sh: '$FMM' is not an executable" >&2; echo "0 passed, 1 failed"; exit 1; fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/fmm_cli_rbf.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+npass=0; nfail=0
+pass() { echo "PASS $1"; npass=$((npass + 1)); }
+fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); if [ -s "$tmp/stderr" ]; then sed 's/^/    stderr: /' "$tmp/stderr" | head -5; fi; }
+rc=0
+run() { "$FMM" "$@" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null; rc=$?; }
+value() { awk -v k="$1" '$1 == k { print $2; exit }' "$tmp/stdout"; }
+nlines() { awk 'END { print NR }' "$1"; }
+expect_bad() {
+    local name=$1; shift
+    run "$@"
+    local ne; ne=$(nlines "$tmp/stderr")
+    if [ "$rc" -eq 0 ]; then fail "$name" "exit status 0, expected non-zero"
+    elif [ "$rc" -ge 124 ]; then fail "$name" "exit status $rc (crash, signal or timeout)"
+    elif [ "$ne" -ne 1 ]; then fail "$name" "$ne lines on stderr, expected exactly 1"
+    elif grep -q '^iterations' "$tmp/stdout"; then fail "$name" "stdout has an iterations line"
+    else pass "$name"; fi
+}
+
+c="$tmp/centers.txt"
+awk 'BEGIN { srand(11); print "# x y z f"; for (i = 0; i < 1500; i++) { x = rand(); y = rand(); z = rand();
+      printf "%.17g %.17g %.17g %.17g\n", x, y, z, exp(x) * sin(3 * y) + z * z } }' >"$c"
+
+run rbf --help
+if [ "$rc" -eq 0 ] && grep -q -- '--centers' "$tmp/stdout" && grep -q -- '--displacements' "$tmp/stdout"; then pass "rbf --help"; else fail "rbf --help" "exit $rc"; fi
+
+run rbf fit --centers "$c" --shape 0.05 --tolerance 1e-9 --out "$tmp/model.txt"
+if [ "$rc" -ne 0 ]; then fail "fit" "exit $rc"; else
+    pass "fit"
+    if [ -s "$tmp/stderr" ]; then fail "fit: stderr empty" "not empty"; else pass "fit: stderr empty"; fi
+    ok=1; for k in n iterations max_residual time_s; do [ -n "$(value $k)" ] || ok=0; done
+    if [ $ok -eq 1 ]; then pass "fit: stdout keys"; else fail "fit: stdout keys" "$(cat "$tmp/stdout")"; fi
+    r=$(value max_residual)
+    if awk -v a="$r" 'BEGIN { exit !(a + 0 <= 1e-9) }'; then pass "fit: max_residual <= tolerance"; else fail "fit: max_residual" "$r"; fi
+    run rbf eval --model "$tmp/model.txt" --points "$c" --out "$tmp/s.txt"
+    if [ "$rc" -ne 0 ]; then fail "eval" "exit $rc"; else
+        pass "eval"
+        nl=$(nlines "$tmp/s.txt")
+        if [ "$nl" -eq 1500 ]; then pass "eval: one value per point"; else fail "eval: lines" "$nl"; fi
+        err=$(grep -v '^#' "$c" | paste - "$tmp/s.txt" | awk '{ d = $5 - $4; if (d < 0) d = -d; if (d > m) m = d; a = $4 < 0 ? -$4 : $4; if (a > fm) fm = a } END { printf "%.3e", m / fm }')
+        if awk -v a="$err" 'BEGIN { exit !(a + 0 <= 1e-9) }'; then pass "eval: reproduces the data ($err)"; else fail "eval: reproduces the data" "$err"; fi
+    fi
+fi
+run rbf matvec --centers "$c" --shape 0.05 --repeat 1 --sample 100
+if [ "$rc" -eq 0 ] && [ -n "$(value matvec_s)" ] && awk -v a="$(value rel_error)" 'BEGIN { exit !(a + 0 <= 1e-12) }'; then pass "matvec"; else fail "matvec" "exit $rc"; fi
+
+# deformation: a small hexahedral mesh (2x2x2 cells of a cube), its 8 corners displaced
+m="$tmp/cube.vtk"
+awk 'BEGIN { print "# vtk DataFile Version 3.0"; print "cube"; print "ASCII"; print "DATASET UNSTRUCTURED_GRID";
+  print "POINTS 27 double"; for (k = 0; k < 3; k++) for (j = 0; j < 3; j++) for (i = 0; i < 3; i++) print i, j, k;
+  print "CELLS 8 72"; for (k = 0; k < 2; k++) for (j = 0; j < 2; j++) for (i = 0; i < 2; i++) { b = i + 3 * j + 9 * k;
+  print 8, b, b + 1, b + 4, b + 3, b + 9, b + 10, b + 13, b + 12 }
+  print "CELL_TYPES 8"; for (c = 0; c < 8; c++) print 12 }' >"$m"
+d="$tmp/disp.txt"
+awk 'BEGIN { for (k = 0; k < 3; k += 2) for (j = 0; j < 3; j += 2) for (i = 0; i < 3; i += 2) print i, j, k, 0.1 * (k / 2), 0, 0 }' >"$d"
+run rbf deform --mesh "$m" --displacements "$d" --out "$tmp/out.vtk"
+if [ "$rc" -ne 0 ]; then fail "deform" "exit $rc"; else
+    pass "deform"
+    ok=1; for k in iterations max_residual min_volume_ratio time_s; do [ -n "$(value $k)" ] || ok=0; done
+    if [ $ok -eq 1 ]; then pass "deform: stdout keys"; else fail "deform: stdout keys" "$(cat "$tmp/stdout")"; fi
+    if awk -v a="$(value min_volume_ratio)" 'BEGIN { exit !(a + 0 > 0) }'; then pass "deform: no inverted cell"; else fail "deform: inverted" "$(value min_volume_ratio)"; fi
+    # node 26 (2,2,2) is a boundary point displaced by 0.1 in x
+    p=$(awk '/^POINTS/ { on = 1; next } on { n++; if (n == 27) { print $1, $2, $3; exit } }' "$tmp/out.vtk")
+    if [ "$p" = "2.1000000000000001 2 2" ]; then pass "deform: boundary node exact"; else fail "deform: boundary node" "$p"; fi
+    run rbf deform --mesh "$tmp/out.vtk" --displacements "$d" --out "$tmp/out2.vtk"
+    if [ "$rc" -eq 0 ]; then pass "deform: reads its own output"; else fail "deform: reads its own output" "exit $rc"; fi
+fi
+
+printf '0 0 0 1\n1 0 0 2\n0 0 0 3\n' >"$tmp/dup.txt"
+printf '0 0 0 1\n' >"$tmp/one.txt"
+printf '0 0 0 1\n1 nan 0 2\n0 1 0 3\n' >"$tmp/nan.txt"
+printf '0 0 0 1\n1 0 0\n' >"$tmp/short.txt"
+printf '0 0 0 1\n1 zero 0 2\n' >"$tmp/word.txt"
+printf 'garbage\n' >"$tmp/garbage.vtk"
+expect_bad "no subcommand" rbf
+expect_bad "unknown subcommand" rbf frobnicate
+expect_bad "fit: no --shape" rbf fit --centers "$c" --out "$tmp/x"
+expect_bad "fit: --shape 0" rbf fit --centers "$c" --shape 0 --out "$tmp/x"
+expect_bad "fit: --shape -1" rbf fit --centers "$c" --shape -1 --out "$tmp/x"
+expect_bad "fit: duplicate centres" rbf fit --centers "$tmp/dup.txt" --shape 0.1 --out "$tmp/x"
+expect_bad "fit: one point" rbf fit --centers "$tmp/one.txt" --shape 0.1 --out "$tmp/x"
+expect_bad "fit: NaN" rbf fit --centers "$tmp/nan.txt" --shape 0.1 --out "$tmp/x"
+expect_bad "fit: short line" rbf fit --centers "$tmp/short.txt" --shape 0.1 --out "$tmp/x"
+expect_bad "fit: word" rbf fit --centers "$tmp/word.txt" --shape 0.1 --out "$tmp/x"
+expect_bad "fit: missing file" rbf fit --centers "$tmp/none.txt" --shape 0.1 --out "$tmp/x"
+expect_bad "fit: tolerance 0" rbf fit --centers "$c" --shape 0.1 --tolerance 0 --out "$tmp/x"
+expect_bad "fit: --matvec bogus" rbf fit --centers "$c" --shape 0.1 --matvec bogus --out "$tmp/x"
+expect_bad "fit: unknown option" rbf fit --centers "$c" --shape 0.1 --bogus 1 --out "$tmp/x"
+expect_bad "fit: no --out" rbf fit --centers "$c" --shape 0.1
+expect_bad "eval: bad model" rbf eval --model "$c" --points "$c" --out "$tmp/x"
+expect_bad "deform: malformed mesh" rbf deform --mesh "$tmp/garbage.vtk" --displacements "$d" --out "$tmp/x.vtk"
+expect_bad "deform: missing mesh" rbf deform --mesh "$tmp/none.vtk" --displacements "$d" --out "$tmp/x.vtk"
+expect_bad "deform: bad displacements" rbf deform --mesh "$m" --displacements "$tmp/short.txt" --out "$tmp/x.vtk"
+
+echo "$npass passed, $nfail failed"
+[ "$nfail" -eq 0 ]

@@ -1,0 +1,692 @@
+// test_rbf.cpp - FGP-RBF (fmm_rbf.h): multiquadric interpolation against a dense LU solve,
+// reproduction of the data at every centre on random, clustered and sphere-surface sets
+// (N = 10 .. 1e5; the largest labelled Slow), the series mat-vec against the direct sum,
+// GPU against CPU, mesh deformation on a hexahedral mesh around a sphere, legacy VTK I/O,
+// and every entry point against bad input. Fresh random inputs each run: the seed is printed;
+// FMM_TEST_SEED=N replays a run.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "fmm_rbf.h"
+
+namespace {
+
+uint64_t base_seed() {
+    static const uint64_t seed = [] {
+        const char *env = std::getenv("FMM_TEST_SEED");
+        if (env && *env) return (uint64_t)std::strtoull(env, nullptr, 0);
+        std::random_device rd;
+        return ((uint64_t)rd() << 32) ^ (uint64_t)rd();
+    }();
+    return seed;
+}
+
+uint64_t test_seed(uint64_t offset) {
+    uint64_t s = base_seed() + offset;
+    std::cout << "seed " << base_seed() << " (this test: " << s << "; replay with FMM_TEST_SEED="
+              << base_seed() << ")" << std::endl;
+    ::testing::Test::RecordProperty("seed", std::to_string(base_seed()));
+    return s;
+}
+
+enum Set { RANDOM, CLUSTERED, SPHERE };
+
+std::vector<double> points(Set set, long n, uint64_t seed) {
+    std::mt19937_64 g(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::normal_distribution<double> nd(0, 1);
+    std::vector<double> x(3 * n);
+    for (long i = 0; i < n; ++i) {
+        if (set == RANDOM) {
+            for (int d = 0; d < 3; ++d) x[3 * i + d] = u(g);
+        } else if (set == CLUSTERED) {
+            /* five Gaussian clusters of different widths */
+            int c = (int)(i % 5);
+            double w = 0.02 * (1 + c), cx = 0.2 + 0.15 * c, cy = 0.5 + 0.1 * (c % 2), cz = 0.3 + 0.1 * c;
+            x[3 * i] = cx + w * nd(g), x[3 * i + 1] = cy + w * nd(g), x[3 * i + 2] = cz + w * nd(g);
+        } else {
+            double a = nd(g), b = nd(g), c = nd(g), r = std::sqrt(a * a + b * b + c * c);
+            x[3 * i] = a / r, x[3 * i + 1] = b / r, x[3 * i + 2] = c / r;
+        }
+    }
+    return x;
+}
+
+std::vector<double> values(const std::vector<double> &x) {
+    long n = (long)x.size() / 3;
+    std::vector<double> f(n);
+    for (long i = 0; i < n; ++i)
+        f[i] = std::exp(x[3 * i]) * std::sin(3 * x[3 * i + 1]) + x[3 * i + 2] * x[3 * i + 2] + 0.5;
+    return f;
+}
+
+double max_abs(const std::vector<double> &v) {
+    double m = 0;
+    for (double a : v) m = std::max(m, std::fabs(a));
+    return m;
+}
+
+/* s at points y by the direct sum (independent of the library) */
+std::vector<double> direct_eval(const std::vector<double> &x, const std::vector<double> &lam,
+                                double alpha, double c, const std::vector<double> &y) {
+    long n = (long)lam.size(), m = (long)y.size() / 3;
+    std::vector<double> s(m);
+#pragma omp parallel for
+    for (long k = 0; k < m; ++k) {
+        long double acc = 0;
+        for (long i = 0; i < n; ++i) {
+            double dx = y[3 * k] - x[3 * i], dy = y[3 * k + 1] - x[3 * i + 1], dz = y[3 * k + 2] - x[3 * i + 2];
+            acc += (long double)lam[i] * std::sqrt(dx * dx + dy * dy + dz * dz + c * c);
+        }
+        s[k] = (double)acc + alpha;
+    }
+    return s;
+}
+
+struct Fit {
+    int rc = -1;
+    std::vector<double> lam;
+    double alpha = 0;
+    fmm_rbf_result res{};
+};
+
+Fit fit(const std::vector<double> &x, const std::vector<double> &f, fmm_rbf_opts o) {
+    Fit r;
+    long n = (long)f.size();
+    r.lam.assign(n, 0.0);
+    fmm_rbf_plan *p = nullptr;
+    r.rc = fmm_rbf_makeplan(&o, &p);
+    if (!r.rc) r.rc = fmm_rbf_setpts(p, n, x.data());
+    if (!r.rc) r.rc = fmm_rbf_execute(p, f.data(), r.lam.data(), &r.alpha, &r.res);
+    fmm_rbf_destroy(p);
+    return r;
+}
+
+/* Dense solve of [Phi 1; 1^T 0][lambda; alpha] = [f; 0], LU with partial pivoting. */
+void dense_solve(const std::vector<double> &x, const std::vector<double> &f, double c,
+                 std::vector<double> &lam, double &alpha) {
+    long n = (long)f.size(), N = n + 1;
+    std::vector<double> A(N * N), b(N);
+    for (long i = 0; i < n; ++i) {
+        for (long j = 0; j < n; ++j) {
+            double dx = x[3 * i] - x[3 * j], dy = x[3 * i + 1] - x[3 * j + 1], dz = x[3 * i + 2] - x[3 * j + 2];
+            A[i * N + j] = std::sqrt(dx * dx + dy * dy + dz * dz + c * c);
+        }
+        A[i * N + n] = A[n * N + i] = 1;
+        b[i] = f[i];
+    }
+    A[n * N + n] = 0, b[n] = 0;
+    for (long k = 0; k < N; ++k) {
+        long piv = k;
+        for (long i = k + 1; i < N; ++i)
+            if (std::fabs(A[i * N + k]) > std::fabs(A[piv * N + k])) piv = i;
+        if (piv != k) {
+            for (long j = 0; j < N; ++j) std::swap(A[k * N + j], A[piv * N + j]);
+            std::swap(b[k], b[piv]);
+        }
+#pragma omp parallel for
+        for (long i = k + 1; i < N; ++i) {
+            double m = A[i * N + k] / A[k * N + k];
+            if (m == 0) continue;
+            for (long j = k + 1; j < N; ++j) A[i * N + j] -= m * A[k * N + j];
+            b[i] -= m * b[k];
+        }
+    }
+    for (long i = N - 1; i >= 0; --i) {
+        double v = b[i];
+        for (long j = i + 1; j < N; ++j) v -= A[i * N + j] * b[j];
+        b[i] = v / A[i * N + i];
+    }
+    lam.assign(b.begin(), b.begin() + n);
+    alpha = b[n];
+}
+
+fmm_rbf_opts opts(double c, double tol) {
+    fmm_rbf_opts o;
+    fmm_rbf_default_opts(&o);
+    o.shape = c, o.tolerance = tol;
+    return o;
+}
+
+}  // namespace
+
+// The FGP interpolant against the dense solve, N <= 2000: both reproduce the data, and they
+// agree at points between the centres.
+TEST(RbfFit, AgreesWithDenseSolve) {
+    uint64_t seed = test_seed(1);
+    struct Case { Set set; long n; double c; double tol; };
+    for (Case k : {Case{RANDOM, 10, 0.3, 1e-10}, Case{SPHERE, 400, 0.1, 1e-10}, Case{RANDOM, 2000, 0.05, 1e-10},
+                   Case{CLUSTERED, 1000, 0.02, 1e-9}}) {
+        SCOPED_TRACE("set " + std::to_string(k.set) + " n " + std::to_string(k.n));
+        auto x = points(k.set, k.n, seed + k.n);
+        auto f = values(x);
+        Fit r = fit(x, f, opts(k.c, k.tol));
+        ASSERT_EQ(r.rc, FMM_OK) << fmm_rbf_strerror(r.rc);
+        std::vector<double> dl;
+        double da;
+        dense_solve(x, f, k.c, dl, da);
+        auto s = direct_eval(x, r.lam, r.alpha, k.c, x);
+        auto sd = direct_eval(x, dl, da, k.c, x);
+        double fm = max_abs(f), e = 0, ed = 0;
+        for (long i = 0; i < k.n; ++i) e = std::max(e, std::fabs(s[i] - f[i])), ed = std::max(ed, std::fabs(sd[i] - f[i]));
+        EXPECT_LE(e, k.tol * fm) << "FGP residual at the centres";
+        EXPECT_LE(r.res.max_residual, k.tol);
+        EXPECT_LE(ed, 1e-8 * fm) << "the dense reference itself";
+        /* off the centres: random points in the sets' bounding region */
+        auto y = points(k.set == SPHERE ? SPHERE : RANDOM, 300, seed + 7);
+        if (k.set == CLUSTERED)
+            for (long i = 0; i < 300; ++i) y[3 * i] = x[3 * i] + 1e-3, y[3 * i + 1] = x[3 * i + 1], y[3 * i + 2] = x[3 * i + 2];
+        auto sy = direct_eval(x, r.lam, r.alpha, k.c, y), sdy = direct_eval(x, dl, da, k.c, y);
+        double diff = 0;
+        for (size_t i = 0; i < sy.size(); ++i) diff = std::max(diff, std::fabs(sy[i] - sdy[i]));
+        EXPECT_LE(diff, 1e-5 * fm) << "FGP and dense interpolants differ between the centres";
+        double sl = 0, al = 0;
+        for (double v : r.lam) sl += v, al += std::fabs(v);
+        EXPECT_LE(std::fabs(sl), 1e-9 * al) << "side condition sum lambda = 0";
+        std::cout << "n " << k.n << " iterations " << r.res.iterations << " residual " << r.res.max_residual
+                  << " off-centre diff " << diff / fm << std::endl;
+    }
+}
+
+// Reproduction of the data at every centre (checked with an independent direct sum) for
+// three kinds of sets and a sweep of tolerances.
+TEST(RbfFit, ReproducesDataAtCentres) {
+    uint64_t seed = test_seed(2);
+    for (Set set : {RANDOM, CLUSTERED, SPHERE})
+        for (long n : {2L, 50L, 3000L})
+            for (double tol : {1e-4, 1e-8, 1e-11}) {
+                if (set == CLUSTERED && n < 10) continue;
+                auto x = points(set, n, seed + 31 * n + set);
+                auto f = values(x);
+                double c = set == CLUSTERED ? 0.01 : 0.05;
+                Fit r = fit(x, f, opts(c, tol));
+                ASSERT_EQ(r.rc, FMM_OK) << fmm_rbf_strerror(r.rc) << " set " << set << " n " << n << " tol " << tol;
+                auto s = direct_eval(x, r.lam, r.alpha, c, x);
+                double fm = max_abs(f), e = 0;
+                for (long i = 0; i < n; ++i) e = std::max(e, std::fabs(s[i] - f[i]));
+                EXPECT_LE(e, tol * fm) << "set " << set << " n " << n << " tol " << tol;
+                EXPECT_NEAR(r.res.max_residual, e / fm, 1e-3 * tol + 1e-13) << "reported residual";
+            }
+}
+
+// N = 20000 (fast) and 1e5 (Slow), checked at a sample of centres with the direct sum.
+static void large_case(long n, Set set, double tol, uint64_t off) {
+    uint64_t seed = test_seed(off);
+    auto x = points(set, n, seed);
+    auto f = values(x);
+    double c = 0.5 / std::cbrt((double)n);
+    Fit r = fit(x, f, opts(c, tol));
+    ASSERT_EQ(r.rc, FMM_OK) << fmm_rbf_strerror(r.rc);
+    std::vector<double> y;
+    std::vector<long> id;
+    for (long k = 0; k < 500; ++k) {
+        long i = (long)((double)k * n / 500);
+        id.push_back(i);
+        y.insert(y.end(), {x[3 * i], x[3 * i + 1], x[3 * i + 2]});
+    }
+    auto s = direct_eval(x, r.lam, r.alpha, c, y);
+    double fm = max_abs(f), e = 0;
+    for (size_t k = 0; k < id.size(); ++k) e = std::max(e, std::fabs(s[k] - f[id[k]]));
+    EXPECT_LE(e, tol * fm);
+    std::cout << "n " << n << " iterations " << r.res.iterations << " setup " << r.res.time_setup_s
+              << " s fit " << r.res.time_fit_s << " s" << std::endl;
+}
+TEST(RbfFit, Large20k) { large_case(20000, SPHERE, 1e-6, 3); }
+TEST(RbfFit, Slow100k) { large_case(100000, RANDOM, 1e-6, 4); }
+
+// The series mat-vec against the direct sum, and a fit through it.
+TEST(RbfSeries, MatvecAgainstDirect) {
+    uint64_t seed = test_seed(5);
+    long n = 30000;
+    auto x = points(RANDOM, n, seed);
+    std::mt19937_64 g(seed + 1);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<double> w(n);
+    for (auto &v : w) v = u(g);
+    for (double stol : {1e-3, 1e-6, 1e-9}) {
+        fmm_rbf_opts o = opts(0.01, 1e-6);
+        o.matvec = FMM_RBF_MATVEC_SERIES, o.series_tol = stol, o.lset_size = 2;
+        fmm_rbf_plan *p;
+        ASSERT_EQ(fmm_rbf_makeplan(&o, &p), FMM_OK);
+        ASSERT_EQ(fmm_rbf_setpts(p, n, x.data()), FMM_OK);
+        std::vector<double> out(n);
+        double ms;
+        ASSERT_EQ(fmm_rbf_matvec(p, w.data(), out.data(), &ms), FMM_OK);
+        std::vector<double> y;
+        std::vector<long> id;
+        for (long k = 0; k < 300; ++k) {
+            long i = (long)((double)k * n / 300);
+            id.push_back(i);
+            y.insert(y.end(), {x[3 * i], x[3 * i + 1], x[3 * i + 2]});
+        }
+        auto ref = direct_eval(x, w, 0.0, 0.01, y);
+        double e = 0, wsum = 0;
+        for (double v : w) wsum += std::fabs(v);
+        for (size_t k = 0; k < id.size(); ++k) e = std::max(e, std::fabs(out[id[k]] - ref[k]));
+        /* the bound: series_tol per unit weight and unit distance (diameter sqrt(3)) */
+        EXPECT_LE(e, stol * wsum * 2.0) << "series_tol " << stol;
+        /* and eval at new points through the same series */
+        auto yy = points(RANDOM, 200, seed + 9);
+        std::vector<double> sv(200);
+        ASSERT_EQ(fmm_rbf_eval(p, w.data(), 0.5, 200, yy.data(), sv.data()), FMM_OK);
+        auto rv = direct_eval(x, w, 0.5, 0.01, yy);
+        double e2 = 0;
+        for (int k = 0; k < 200; ++k) e2 = std::max(e2, std::fabs(sv[k] - rv[k]));
+        EXPECT_LE(e2, stol * wsum * 2.0);
+        std::cout << "series_tol " << stol << " max err / sum|w| " << e / wsum << " (eval " << e2 / wsum
+                  << ") time " << ms << " ms" << std::endl;
+        fmm_rbf_destroy(p);
+    }
+}
+
+// Mat-vec option (b): BLDTT with the multiquadric kernel (self term added) against the direct
+// sum, and a fit through it checked with the direct sum.
+TEST(RbfBldtt, MatvecAndFit) {
+    uint64_t seed = test_seed(8);
+    long n = 8000;
+    auto x = points(CLUSTERED, n, seed);
+    auto f = values(x);
+    fmm_rbf_opts o = opts(0.01, 1e-6);
+    o.matvec = FMM_RBF_MATVEC_BLDTT;
+    Fit r = fit(x, f, o);
+    ASSERT_EQ(r.rc, FMM_OK) << fmm_rbf_strerror(r.rc);
+    EXPECT_EQ(r.res.matvec, FMM_RBF_MATVEC_BLDTT);
+    std::vector<double> y;
+    std::vector<long> id;
+    for (long k = 0; k < 300; ++k) {
+        long i = (long)((double)k * n / 300);
+        id.push_back(i);
+        y.insert(y.end(), {x[3 * i], x[3 * i + 1], x[3 * i + 2]});
+    }
+    auto s = direct_eval(x, r.lam, r.alpha, 0.01, y);
+    double fm = max_abs(f), e = 0;
+    for (size_t k = 0; k < id.size(); ++k) e = std::max(e, std::fabs(s[k] - f[id[k]]));
+    EXPECT_LE(e, 1e-6 * fm) << "true residual of the BLDTT fit";
+    /* eval at new points through BLDTT against the direct sum */
+    fmm_rbf_plan *p;
+    ASSERT_EQ(fmm_rbf_makeplan(&o, &p), FMM_OK);
+    ASSERT_EQ(fmm_rbf_setpts(p, n, x.data()), FMM_OK);
+    auto yy = points(RANDOM, 500, seed + 2);
+    std::vector<double> sv(500);
+    ASSERT_EQ(fmm_rbf_eval(p, r.lam.data(), r.alpha, 500, yy.data(), sv.data()), FMM_OK);
+    auto rv = direct_eval(x, r.lam, r.alpha, 0.01, yy);
+    double e2 = 0, sl = 0;
+    for (int k = 0; k < 500; ++k) e2 = std::max(e2, std::fabs(sv[k] - rv[k]));
+    for (double v : r.lam) sl += std::fabs(v);
+    EXPECT_LE(e2, 1e-7 * sl);
+    std::cout << "bldtt fit: iterations " << r.res.iterations << " true residual " << e / fm
+              << " eval error / sum|lambda| " << e2 / sl << std::endl;
+    fmm_rbf_destroy(p);
+}
+
+TEST(RbfSeries, FitThroughSeries) {
+    uint64_t seed = test_seed(6);
+    long n = 20000;
+    auto x = points(RANDOM, n, seed);
+    auto f = values(x);
+    fmm_rbf_opts o = opts(0.01, 1e-5);
+    o.matvec = FMM_RBF_MATVEC_SERIES;
+    Fit r = fit(x, f, o);
+    ASSERT_EQ(r.rc, FMM_OK) << fmm_rbf_strerror(r.rc);
+    EXPECT_EQ(r.res.matvec, FMM_RBF_MATVEC_SERIES);
+    std::vector<double> y;
+    std::vector<long> id;
+    for (long k = 0; k < 300; ++k) {
+        long i = (long)((double)k * n / 300);
+        id.push_back(i);
+        y.insert(y.end(), {x[3 * i], x[3 * i + 1], x[3 * i + 2]});
+    }
+    auto s = direct_eval(x, r.lam, r.alpha, 0.01, y);
+    double fm = max_abs(f), e = 0;
+    for (size_t k = 0; k < id.size(); ++k) e = std::max(e, std::fabs(s[k] - f[id[k]]));
+    EXPECT_LE(e, 1e-5 * fm) << "true residual of the series fit";
+}
+
+TEST(RbfGpu, AgreesWithCpu) {
+    if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    uint64_t seed = test_seed(7);
+    long n = 20000;
+    auto x = points(CLUSTERED, n, seed);
+    auto f = values(x);
+    fmm_rbf_opts o = opts(0.01, 1e-9);
+    Fit a = fit(x, f, o);
+    o.device = FMM_DEVICE_CUDA;
+    Fit b = fit(x, f, o);
+    ASSERT_EQ(a.rc, FMM_OK);
+    ASSERT_EQ(b.rc, FMM_OK) << fmm_rbf_strerror(b.rc);
+    EXPECT_EQ(b.res.device, FMM_DEVICE_CUDA);
+    auto sa = direct_eval(x, a.lam, a.alpha, 0.01, x), sb = direct_eval(x, b.lam, b.alpha, 0.01, x);
+    double fm = max_abs(f), e = 0;
+    for (long i = 0; i < n; ++i) e = std::max(e, std::fabs(sb[i] - f[i]));
+    EXPECT_LE(e, 1e-9 * fm);
+    /* one mat-vec: GPU against CPU */
+    fmm_rbf_plan *pc, *pg;
+    fmm_rbf_opts oc = opts(0.01, 1e-9);
+    oc.lset_size = 2, o.lset_size = 2;
+    ASSERT_EQ(fmm_rbf_makeplan(&oc, &pc), FMM_OK);
+    ASSERT_EQ(fmm_rbf_makeplan(&o, &pg), FMM_OK);
+    ASSERT_EQ(fmm_rbf_setpts(pc, n, x.data()), FMM_OK);
+    ASSERT_EQ(fmm_rbf_setpts(pg, n, x.data()), FMM_OK);
+    std::vector<double> oa(n), ob(n);
+    ASSERT_EQ(fmm_rbf_matvec(pc, a.lam.data(), oa.data(), nullptr), FMM_OK);
+    ASSERT_EQ(fmm_rbf_matvec(pg, a.lam.data(), ob.data(), nullptr), FMM_OK);
+    double d = 0, sl = 0;
+    for (long i = 0; i < n; ++i) d = std::max(d, std::fabs(oa[i] - ob[i]));
+    for (double v : a.lam) sl += std::fabs(v);
+    EXPECT_LE(d, 1e-13 * sl);
+    auto y = points(RANDOM, 1000, seed + 3);
+    std::vector<double> ya(1000), yb(1000);
+    ASSERT_EQ(fmm_rbf_eval(pc, a.lam.data(), a.alpha, 1000, y.data(), ya.data()), FMM_OK);
+    ASSERT_EQ(fmm_rbf_eval(pg, a.lam.data(), a.alpha, 1000, y.data(), yb.data()), FMM_OK);
+    d = 0;
+    for (int i = 0; i < 1000; ++i) d = std::max(d, std::fabs(ya[i] - yb[i]));
+    EXPECT_LE(d, 1e-13 * sl);
+    fmm_rbf_destroy(pc), fmm_rbf_destroy(pg);
+}
+
+TEST(RbfApi, RejectsBadInput) {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    fmm_rbf_opts o = opts(0.1, 1e-8);
+    fmm_rbf_plan *p = nullptr;
+    EXPECT_EQ(fmm_rbf_makeplan(nullptr, &p), FMM_ERR_ARG);
+    EXPECT_EQ(fmm_rbf_makeplan(&o, nullptr), FMM_ERR_ARG);
+    for (double c : {0.0, -1.0, nan, inf}) {
+        fmm_rbf_opts b = o;
+        b.shape = c;
+        EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM) << "c = " << c;
+        EXPECT_EQ(p, nullptr);
+    }
+    for (double t : {0.0, 1e-14, 0.6, nan}) {
+        fmm_rbf_opts b = o;
+        b.tolerance = t;
+        EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_TOLERANCE) << "tol = " << t;
+    }
+    {
+        fmm_rbf_opts b = o;
+        b.lset_size = 1;
+        EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
+        b.lset_size = 201;
+        EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
+        b = o, b.max_iter = 0;
+        EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
+        b = o, b.matvec = 7;
+        EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
+        b = o, b.series_tol = 0.5;
+        EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
+        b = o, b.threads = -1;
+        EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_THREADS);
+        if (fmm_cuda_device_count() == 0) {
+            b = o, b.device = FMM_DEVICE_CUDA;
+            EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_DEVICE);
+        }
+    }
+    ASSERT_EQ(fmm_rbf_makeplan(&o, &p), FMM_OK);
+    std::vector<double> lam(4), f = {1, 2, 3, 4}, out(4);
+    double a;
+    EXPECT_EQ(fmm_rbf_execute(p, f.data(), lam.data(), &a, nullptr), FMM_ERR_NOPTS);
+    EXPECT_EQ(fmm_rbf_eval(p, lam.data(), 0, 0, nullptr, nullptr), FMM_ERR_NOPTS);
+    EXPECT_EQ(fmm_rbf_matvec(p, lam.data(), out.data(), nullptr), FMM_ERR_NOPTS);
+    std::vector<double> one = {0, 0, 0};
+    EXPECT_EQ(fmm_rbf_setpts(p, 1, one.data()), FMM_ERR_NPTS);
+    EXPECT_EQ(fmm_rbf_setpts(p, 0, one.data()), FMM_ERR_NPTS);
+    EXPECT_EQ(fmm_rbf_setpts(p, 2, nullptr), FMM_ERR_ARG);
+    std::vector<double> x = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+    std::vector<double> dup = {0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0};
+    EXPECT_EQ(fmm_rbf_setpts(p, 4, dup.data()), FMM_ERR_COINCIDENT);
+    auto xn = x;
+    xn[4] = nan;
+    EXPECT_EQ(fmm_rbf_setpts(p, 4, xn.data()), FMM_ERR_NONFINITE);
+    xn[4] = -inf;
+    EXPECT_EQ(fmm_rbf_setpts(p, 4, xn.data()), FMM_ERR_NONFINITE);
+    /* a good set after the failures, then bad values */
+    ASSERT_EQ(fmm_rbf_setpts(p, 4, x.data()), FMM_OK);
+    auto fb = f;
+    fb[2] = nan;
+    EXPECT_EQ(fmm_rbf_execute(p, fb.data(), lam.data(), &a, nullptr), FMM_ERR_NONFINITE);
+    EXPECT_EQ(fmm_rbf_execute(p, nullptr, lam.data(), &a, nullptr), FMM_ERR_ARG);
+    EXPECT_EQ(fmm_rbf_execute(p, f.data(), nullptr, &a, nullptr), FMM_ERR_ARG);
+    /* a failed setpts leaves the plan usable with its previous centres */
+    EXPECT_EQ(fmm_rbf_setpts(p, 4, dup.data()), FMM_ERR_COINCIDENT);
+    fmm_rbf_result r;
+    ASSERT_EQ(fmm_rbf_execute(p, f.data(), lam.data(), &a, &r), FMM_OK);
+    std::vector<double> s(4);
+    ASSERT_EQ(fmm_rbf_eval(p, lam.data(), a, 4, x.data(), s.data()), FMM_OK);
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(s[i], f[i], 1e-8 * 4);
+    auto ln = lam;
+    ln[0] = nan;
+    EXPECT_EQ(fmm_rbf_eval(p, ln.data(), a, 4, x.data(), s.data()), FMM_ERR_NONFINITE);
+    EXPECT_EQ(fmm_rbf_eval(p, lam.data(), inf, 4, x.data(), s.data()), FMM_ERR_NONFINITE);
+    EXPECT_EQ(fmm_rbf_eval(p, lam.data(), a, 4, xn.data(), s.data()), FMM_ERR_NONFINITE);
+    EXPECT_EQ(fmm_rbf_eval(p, lam.data(), a, -1, x.data(), s.data()), FMM_ERR_ARG);
+    EXPECT_EQ(fmm_rbf_eval(p, lam.data(), a, 0, nullptr, nullptr), FMM_OK);
+    /* max_iter = 1 on a problem that needs more: NOCONVERGE with the residual reported */
+    fmm_rbf_plan *q;
+    fmm_rbf_opts b = opts(0.05, 1e-12);
+    b.max_iter = 1;
+    ASSERT_EQ(fmm_rbf_makeplan(&b, &q), FMM_OK);
+    auto big = points(RANDOM, 500, 99);
+    auto fbig = values(big);
+    std::vector<double> lb(500);
+    ASSERT_EQ(fmm_rbf_setpts(q, 500, big.data()), FMM_OK);
+    EXPECT_EQ(fmm_rbf_execute(q, fbig.data(), lb.data(), &a, &r), FMM_ERR_NOCONVERGE);
+    EXPECT_EQ(r.iterations, 1);
+    EXPECT_GT(r.max_residual, 1e-12);
+    fmm_rbf_destroy(q);
+    fmm_rbf_destroy(p);
+    fmm_rbf_destroy(nullptr);
+    EXPECT_NE(std::string(fmm_rbf_strerror(FMM_ERR_COINCIDENT)).find("centres"), std::string::npos);
+}
+
+// ---- VTK I/O and mesh deformation -------------------------------------------------------
+
+namespace {
+
+std::string tmpfile_path(const char *name) {
+    return std::string(::testing::TempDir()) + "rbf_" + std::to_string(getpid()) + "_" + name;
+}
+
+void write_text(const std::string &path, const std::string &s) {
+    std::ofstream f(path);
+    f << s;
+}
+
+/* structured hexahedral mesh between a sphere of radius r0 and a cube of half-width R:
+ * nodes on a (2k+1)^3 grid of the cube, radially projected between the sphere and the cube
+ * ("cubed-sphere shell"), nr layers. Boundary: the inner (sphere) and outer (cube) layers. */
+fmm_vtk_mesh sphere_mesh(int k, int nr, double r0, double R, std::vector<long> &inner, std::vector<long> &outer) {
+    /* surface grid of the cube: 6 faces of (k+1)^2 nodes, shared edges duplicated -> simpler:
+       use one face-index parameterisation per face, nodes per face (k+1)^2, merged by position */
+    std::vector<std::array<double, 3>> dirs;
+    std::vector<std::array<int, 4>> quads;
+    std::map<std::array<long, 3>, int> idx;
+    auto node = [&](double a, double b, int face) {
+        double p[3];
+        int ax = face / 2;
+        double s = face % 2 ? 1 : -1;
+        p[ax] = s, p[(ax + 1) % 3] = a, p[(ax + 2) % 3] = b;
+        std::array<long, 3> key = {std::lround(p[0] * 1e6), std::lround(p[1] * 1e6), std::lround(p[2] * 1e6)};
+        auto it = idx.find(key);
+        if (it != idx.end()) return it->second;
+        int id = (int)dirs.size();
+        dirs.push_back({p[0], p[1], p[2]});
+        idx[key] = id;
+        return id;
+    };
+    for (int face = 0; face < 6; ++face)
+        for (int i = 0; i < k; ++i)
+            for (int j = 0; j < k; ++j) {
+                double a0 = -1 + 2.0 * i / k, a1 = -1 + 2.0 * (i + 1) / k, b0 = -1 + 2.0 * j / k, b1 = -1 + 2.0 * (j + 1) / k;
+                std::array<int, 4> q = {node(a0, b0, face), node(a1, b0, face), node(a1, b1, face), node(a0, b1, face)};
+                if (face % 2 == 0) std::swap(q[1], q[3]); /* outward orientation on both sides */
+                quads.push_back(q);
+            }
+    long ns = (long)dirs.size();
+    fmm_vtk_mesh m{};
+    m.npoints = ns * (nr + 1);
+    m.xyz = (double *)std::malloc(sizeof(double) * 3 * m.npoints);
+    for (int l = 0; l <= nr; ++l)
+        for (long i = 0; i < ns; ++i) {
+            double *d = dirs[i].data(), len = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+            double t = (double)l / nr;
+            for (int c = 0; c < 3; ++c) {
+                double ps = r0 * d[c] / len, pc = R * d[c]; /* sphere point, cube point */
+                m.xyz[3 * (l * ns + i) + c] = (1 - t) * ps + t * pc;
+            }
+            if (l == 0) inner.push_back(l * ns + i);
+            if (l == nr) outer.push_back(l * ns + i);
+        }
+    m.ncells = (long)quads.size() * nr;
+    m.offset = (long *)std::malloc(sizeof(long) * (m.ncells + 1));
+    m.conn = (long *)std::malloc(sizeof(long) * 8 * m.ncells);
+    m.types = (int *)std::malloc(sizeof(int) * m.ncells);
+    long c = 0;
+    for (int l = 0; l < nr; ++l)
+        for (auto &q : quads) {
+            m.offset[c] = 8 * c;
+            for (int v = 0; v < 4; ++v) m.conn[8 * c + v] = l * ns + q[v], m.conn[8 * c + 4 + v] = (l + 1) * ns + q[v];
+            m.types[c] = 12;
+            ++c;
+        }
+    m.offset[c] = 8 * c;
+    return m;
+}
+
+}  // namespace
+
+TEST(RbfVtk, RoundTripAndMalformed) {
+    std::string good = tmpfile_path("good.vtk");
+    write_text(good,
+               "# vtk DataFile Version 2.0\nunit tet and a triangle\nASCII\nDATASET UNSTRUCTURED_GRID\n"
+               "FIELD FieldData 1\nTIME 1 1 double\n0.5\n"
+               "POINTS 4 float\n0 0 0 1 0 0\n0 1 0 0 0 1\nCELLS 2 9\n4 0 1 2 3\n3 0 1 2\nCELL_TYPES 2\n10\n5\n"
+               "POINT_DATA 4\nSCALARS p float 1\nLOOKUP_TABLE default\n1 2 3 4\n");
+    fmm_vtk_mesh m;
+    ASSERT_EQ(fmm_vtk_read(good.c_str(), &m), FMM_OK);
+    EXPECT_EQ(m.npoints, 4);
+    EXPECT_EQ(m.ncells, 2);
+    EXPECT_EQ(m.offset[1], 4);
+    EXPECT_EQ(m.offset[2], 7);
+    EXPECT_EQ(m.types[0], 10);
+    EXPECT_EQ(m.xyz[11], 1.0);
+    std::string out = tmpfile_path("out.vtk");
+    ASSERT_EQ(fmm_vtk_write(out.c_str(), &m, "x"), FMM_OK);
+    fmm_vtk_mesh m2;
+    ASSERT_EQ(fmm_vtk_read(out.c_str(), &m2), FMM_OK);
+    ASSERT_EQ(m2.npoints, 4);
+    ASSERT_EQ(m2.ncells, 2);
+    for (int i = 0; i < 12; ++i) EXPECT_EQ(m2.xyz[i], m.xyz[i]);
+    for (int i = 0; i < 7; ++i) EXPECT_EQ(m2.conn[i], m.conn[i]);
+    double ratio;
+    ASSERT_EQ(fmm_vtk_min_volume_ratio(&m, &m2, &ratio), FMM_OK);
+    EXPECT_EQ(ratio, 1.0);
+    m2.xyz[11] = -1; /* apex through the base: inverted tetrahedron */
+    ASSERT_EQ(fmm_vtk_min_volume_ratio(&m, &m2, &ratio), FMM_OK);
+    EXPECT_LT(ratio, 0);
+    fmm_vtk_free(&m2);
+    /* VTK 5.1 offsets/connectivity layout */
+    std::string v51 = tmpfile_path("v51.vtk");
+    write_text(v51, "# vtk DataFile Version 5.1\nt\nASCII\nDATASET UNSTRUCTURED_GRID\nPOINTS 4 float\n"
+                    "0 0 0 1 0 0 0 1 0 0 0 1\nCELLS 2 4\nOFFSETS vtktypeint64\n0 4\n"
+                    "CONNECTIVITY vtktypeint64\n0 1 2 3\nCELL_TYPES 1\n10\n");
+    ASSERT_EQ(fmm_vtk_read(v51.c_str(), &m2), FMM_OK);
+    EXPECT_EQ(m2.ncells, 1);
+    EXPECT_EQ(m2.conn[3], 3);
+    fmm_vtk_free(&m2);
+    fmm_vtk_free(&m);
+    const char *bad[] = {
+        "not vtk\n",
+        "# vtk DataFile Version 3.0\nt\nBINARY\nDATASET UNSTRUCTURED_GRID\nPOINTS 1 float\n0 0 0\n",
+        "# vtk DataFile Version 3.0\nt\nASCII\nDATASET STRUCTURED_POINTS\n",
+        "# vtk DataFile Version 3.0\nt\nASCII\nDATASET UNSTRUCTURED_GRID\nPOINTS 3 float\n0 0 0 1 0 0\n",
+        "# vtk DataFile Version 3.0\nt\nASCII\nDATASET UNSTRUCTURED_GRID\nPOINTS 2 float\n0 0 0 1 x 0\n",
+        "# vtk DataFile Version 3.0\nt\nASCII\nDATASET UNSTRUCTURED_GRID\nPOINTS 2 float\n0 0 0 1 nan 0\n",
+        "# vtk DataFile Version 3.0\nt\nASCII\nDATASET UNSTRUCTURED_GRID\nPOINTS 2 float\n0 0 0 1 0 0\nCELLS 1 3\n2 0 2\nCELL_TYPES 1\n3\n",
+        "# vtk DataFile Version 3.0\nt\nASCII\nDATASET UNSTRUCTURED_GRID\nPOINTS 2 float\n0 0 0 1 0 0\nCELLS 1 4\n2 0 1\nCELL_TYPES 1\n3\n",
+        "# vtk DataFile Version 3.0\nt\nASCII\nDATASET UNSTRUCTURED_GRID\nPOINTS 2 float\n0 0 0 1 0 0\nCELLS 1 3\n2 0 1\nCELL_TYPES 2\n3 3\n",
+        "# vtk DataFile Version 3.0\nt\nASCII\nDATASET UNSTRUCTURED_GRID\nPOINTS 2 float\n0 0 0 1 0 0\nCELLS 1 3\n2 0 1\n",
+        "",
+    };
+    int k = 0;
+    for (const char *b : bad) {
+        std::string path = tmpfile_path(("bad" + std::to_string(k++) + ".vtk").c_str());
+        write_text(path, b);
+        fmm_vtk_mesh mb;
+        EXPECT_EQ(fmm_vtk_read(path.c_str(), &mb), FMM_ERR_FORMAT) << "case " << k - 1;
+        EXPECT_EQ(mb.npoints, 0);
+        EXPECT_EQ(mb.xyz, nullptr);
+        std::remove(path.c_str());
+    }
+    fmm_vtk_mesh mb;
+    EXPECT_EQ(fmm_vtk_read("/nonexistent/dir/x.vtk", &mb), FMM_ERR_IO);
+    EXPECT_EQ(fmm_vtk_write("/nonexistent/dir/x.vtk", &m2, nullptr), FMM_ERR_IO);
+    std::remove(good.c_str()), std::remove(out.c_str()), std::remove(v51.c_str());
+}
+
+TEST(RbfDeform, SphereMovedAndRotated) {
+    std::vector<long> inner, outer;
+    fmm_vtk_mesh m = sphere_mesh(12, 10, 0.5, 2.0, inner, outer);
+    fmm_vtk_mesh moved = m;
+    moved.xyz = (double *)std::malloc(sizeof(double) * 3 * m.npoints);
+    std::memcpy(moved.xyz, m.xyz, sizeof(double) * 3 * m.npoints);
+    /* boundary: sphere moved by (0.2, 0.1, 0) and rotated 20 degrees about z; the cube fixed */
+    double th = 20 * M_PI / 180, ct = std::cos(th), st = std::sin(th);
+    std::vector<double> b, d;
+    for (long i : inner) {
+        double *p = m.xyz + 3 * i;
+        double q[3] = {ct * p[0] - st * p[1] + 0.2, st * p[0] + ct * p[1] + 0.1, p[2]};
+        b.insert(b.end(), {p[0], p[1], p[2]});
+        d.insert(d.end(), {q[0] - p[0], q[1] - p[1], q[2] - p[2]});
+    }
+    for (long i : outer) {
+        double *p = m.xyz + 3 * i;
+        b.insert(b.end(), {p[0], p[1], p[2]});
+        d.insert(d.end(), {0.0, 0.0, 0.0});
+    }
+    long nb = (long)b.size() / 3;
+    double h;
+    ASSERT_EQ(fmm_rbf_mean_spacing(nb, b.data(), &h), FMM_OK);
+    /* c: a third of the mean spacing (the sphere's points are 6x closer than the box's;
+       a c much above the local spacing makes FGP stall, docs/rbf.md) */
+    fmm_rbf_opts o = opts(h / 3, 1e-8);
+    fmm_rbf_result r;
+    int rc = fmm_rbf_deform(&o, nb, b.data(), d.data(), moved.npoints, moved.xyz, &r);
+    ASSERT_EQ(rc, FMM_OK) << fmm_rbf_strerror(rc) << " iterations " << r.iterations << " residual " << r.max_residual;
+    /* the boundary nodes sit exactly on the prescribed positions */
+    long k = 0;
+    for (long i : inner) {
+        for (int c = 0; c < 3; ++c) EXPECT_EQ(moved.xyz[3 * i + c], m.xyz[3 * i + c] + d[3 * k + c]);
+        ++k;
+    }
+    for (long i : outer)
+        for (int c = 0; c < 3; ++c) EXPECT_EQ(moved.xyz[3 * i + c], m.xyz[3 * i + c]);
+    double ratio;
+    ASSERT_EQ(fmm_vtk_min_volume_ratio(&m, &moved, &ratio), FMM_OK);
+    EXPECT_GT(ratio, 0.2) << "a cell inverted or nearly collapsed";
+    std::cout << "deform: " << nb << " boundary points, " << m.npoints << " nodes, iterations " << r.iterations
+              << ", residual " << r.max_residual << ", min volume ratio " << ratio << std::endl;
+    /* an interior node moved smoothly: between the sphere's motion and zero */
+    std::free(moved.xyz);
+    fmm_vtk_free(&m);
+    /* bad input */
+    EXPECT_EQ(fmm_rbf_deform(&o, 1, b.data(), d.data(), 0, nullptr, nullptr), FMM_ERR_NPTS);
+    EXPECT_EQ(fmm_rbf_deform(nullptr, nb, b.data(), d.data(), 0, nullptr, nullptr), FMM_ERR_ARG);
+    d[4] = std::numeric_limits<double>::quiet_NaN();
+    double pt[3] = {0, 0, 0};
+    EXPECT_EQ(fmm_rbf_deform(&o, nb, b.data(), d.data(), 1, pt, nullptr), FMM_ERR_NONFINITE);
+    EXPECT_EQ(pt[0], 0.0);
+}
