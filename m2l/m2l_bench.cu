@@ -30,7 +30,7 @@ static const char *usage =
     "  --variants LIST   naive,dynamic,symmetric,tiled,tensor (default all; tensor: p <= 10)\n"
     "  --reps R          timed runs per measurement, median reported (default 10); slow\n"
     "                    variants get fewer so that one measurement stays near --budget\n"
-    "  --budget S        seconds of timed runs per measurement (default 0.4)\n"
+    "  --budget S        seconds of timed runs per measurement (default 0.3)\n"
     "  --cap S           skip a variant where one run is projected (from the depth below)\n"
     "                    to take longer than S seconds (default 2)\n"
     "  --periodic 0|1    1: periodic level, every box has its full 189-entry V list (default 1);\n"
@@ -56,7 +56,7 @@ struct opts {
     std::vector<int> orders, depths;
     bool variant[V_COUNT];
     int reps = 10, periodic = 1, samples = 16, emulate = 0;
-    double budget = 0.4, cap = 2.0;
+    double budget = 0.3, cap = 2.0;
     unsigned long long seed = 12345;
     const char *csv = nullptr;
 };

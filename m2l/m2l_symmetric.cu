@@ -311,8 +311,15 @@ done:
 
 /* ---- the kernels ---- */
 
+/* blocks per SM the register allocation must allow: 2 caps the kernels at 128 registers (a few
+ * spill up to ~100 bytes, in exchange for one block's staging overlapping the other's products);
+ * 1 lets them use ~150 registers without spills. Build with -DM2L_SYM_MINBLOCKS=1 to compare. */
+#ifndef M2L_SYM_MINBLOCKS
+#define M2L_SYM_MINBLOCKS 2
+#endif
+
 template <int P, int B>
-__global__ void __launch_bounds__(256) k_m2l_sym(const double *__restrict__ cls, const double *__restrict__ sign,
+__global__ void __launch_bounds__(256, M2L_SYM_MINBLOCKS) k_m2l_sym(const double *__restrict__ cls, const double *__restrict__ sign,
                                                  const int *__restrict__ info, const short *__restrict__ rows,
                                                  const unsigned char *__restrict__ kap, const int *__restrict__ srcl,
                                                  int A, int qbase, int rstride, int level, long ntp, int csplit,
