@@ -16,7 +16,7 @@
 #     Debian, no tests or manual, ccache when installed), builds and installs it into PREFIX.
 # WORK is build-gromacs/ in the repository (git-ignored), or $FMM_GMX_WORK.
 # Environment: GMX_SIMD (default AVX2_256 for the CPU build, auto-detected for --cuda),
-# CUDA_SM (default 90), FMM_NATIVE (ON/OFF, default ON: libfmm with -march=native, as it runs where it is built).
+# SKIP_APT=1 (no apt-get: machines without internet), CUDA_SM (default 90), FMM_NATIVE (ON/OFF, default ON: libfmm with -march=native, as it runs where it is built).
 # A first CPU build takes ~15-20 min on 2 cores; with a warm ccache about a minute.
 set -euo pipefail
 
@@ -63,7 +63,7 @@ missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-if [ ${#missing[@]} -gt 0 ]; then
+if [ ${#missing[@]} -gt 0 ] && [ -z "${SKIP_APT:-}" ]; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
         log "installing ${missing[*]}"
         DEBIAN_FRONTEND=noninteractive apt-get update -qq

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# plugin/gpu.sh - on the device machine (NVIDIA H100/H200, no internet): build GROMACS 2022.5 with
+# CUDA and the FMM MDModule, then ns/day of the FMM on the GPU against PME on the GPU for SPC/E
+# boxes of ~24k, ~100k and ~1M atoms. Results under "$OUT/gromacs/".
+#
+# Run from the repository root, carrying the GROMACS source tarball and the two water tiles
+# (neither is in git):
+#   carry: build-gromacs/src/gromacs_2022.5.orig.tar.gz        (40 MB, from build-gromacs.sh or
+#                                                               `apt-get source --download-only gromacs`)
+#          systems/water/build/tile_nx16.gro                   (100k = 2x2x2 tiles)
+#          systems/water/build/tile_nx14.gro                   (1M = 5x5x5 tiles)
+#   command: bash plugin/gpu.sh
+# Steps: plugin/build-gromacs.sh "$WORK/gmx" --cuda (libfmm with CUDA + GROMACS -DGMX_GPU=CUDA,
+# about 3-4 min on 16 cores), the 100k and 1M boxes from the tiles (water_tools.py tile), then for
+# each system: PME (-nb gpu -pme gpu -notunepme) and FMM (fmm-device = cuda, -nb gpu), NVE with
+# nve_{pme,fmm}.mdp, counters reset half-way; ns/day from md.log.
+# Writes $OUT/gromacs/gpu_nsday.md (table), gpu_nsday.csv, one folder per run with md.log and
+# grompp/mdrun output, build logs. Environment: STEPS_24K (default 4000), STEPS_100K (2000),
+# STEPS_1M (400), FMM_TOL (default 1e-3), SYSTEMS (default "24k 100k 1m").
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO"
+OUT=${OUT:-$REPO/build-gromacs/gpu-out}
+RES=$OUT/gromacs
+WORK=${WORK:-/tmp/fmm-gmx-gpu}
+mkdir -p "$RES" "$WORK"
+FMM_TOL=${FMM_TOL:-1e-3}
+SYSTEMS=${SYSTEMS:-"24k 100k 1m"}
+NT=$(nproc)
+log() { echo "== gpu.sh: $*" | tee -a "$RES/gpu.log"; }
+
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; date -u; git rev-parse --short HEAD; } \
+    > "$RES/machine.txt" 2>&1
+TARBALL=$REPO/build-gromacs/src/gromacs_2022.5.orig.tar.gz
+[ -f "$TARBALL" ] || { log "missing $TARBALL (carry it)"; exit 1; }
+
+# 1. build (no apt: the machine has no internet; ccache if present)
+log "building GROMACS + FMM (CUDA)"
+t0=$(date +%s)
+if ! FMM_GMX_WORK=$WORK/build SKIP_APT=1 plugin/build-gromacs.sh "$WORK/gmx" --cuda --jobs "$NT" \
+        --tarball "$TARBALL" > "$RES/build.log" 2>&1; then
+    tail -40 "$RES/build.log"
+    cp "$WORK"/build/configure-cuda.log "$WORK"/build/make-cuda.log "$RES/" 2>/dev/null
+    log "build failed"
+    exit 1
+fi
+log "built in $(( $(date +%s) - t0 )) s"
+GMX=$WORK/gmx/bin/gmx
+export GMXLIB=$WORK/gmx/share/gromacs/top
+
+# 2. systems
+SYS=$WORK/systems
+mkdir -p "$SYS"
+cp systems/gromacs/water_24k.gro "$SYS/24k.gro"
+for spec in "100k tile_nx16 2" "1m tile_nx14 5"; do
+    set -- $spec
+    if [ -f "systems/water/build/$2.gro" ]; then
+        python3 systems/water/water_tools.py tile "systems/water/build/$2.gro" "$3" "$SYS/$1.gro" > /dev/null
+    else
+        log "no systems/water/build/$2.gro (carry it): $1 skipped"
+    fi
+done
+top_for() { # top_for GRO -> a topology with the right number of SOL
+    local n
+    n=$(( $(sed -n 2p "$1" | tr -d ' ') / 3 ))
+    printf '#include "oplsaa.ff/forcefield.itp"\n#include "oplsaa.ff/spce.itp"\n\n[ system ]\nSPC/E water\n\n[ molecules ]\nSOL %d\n' "$n" > "${1%.gro}.top"
+}
+
+echo "system,atoms,solver,nsteps,ns_per_day,ms_per_step,mdrun_flags,status" > "$RES/gpu_nsday.csv"
+run_one() { # run_one NAME KIND STEPS
+    local name=$1 kind=$2 steps=$3 dir=$RES/$1_$2 flags
+    mkdir -p "$dir"
+    sed -e "s/^nsteps .*/nsteps                   = $steps/" -e "s/^fmm-tolerance .*/fmm-tolerance            = $FMM_TOL/" \
+        -e "s/^fmm-device .*/fmm-device               = cuda/" -e "s/^nstcalcenergy .*/nstcalcenergy            = 100/" \
+        "systems/gromacs/mdp/nve_$kind.mdp" > "$dir/in.mdp"
+    if ! $GMX -quiet grompp -f "$dir/in.mdp" -c "$SYS/$name.gro" -p "$SYS/$name.top" -o "$dir/run.tpr" \
+            -po "$dir/mdout.mdp" -maxwarn 1 > "$dir/grompp.log" 2>&1; then
+        echo "$name,,$kind,$steps,,,,grompp failed" >> "$RES/gpu_nsday.csv"; return
+    fi
+    if [ "$kind" = pme ]; then
+        flags="-nb gpu -pme gpu -update gpu -notunepme"
+    else
+        flags="-nb gpu -update auto"
+    fi
+    # shellcheck disable=SC2086
+    if ! (cd "$dir" && timeout 300 $GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -s run.tpr -deffnm md $flags \
+            -resetstep $((steps / 2)) -noconfout > mdrun.log 2>&1); then
+        # GPU update may be refused with a force provider: retry with CPU update
+        if [ "$kind" = fmm ]; then
+            flags="-nb gpu -update cpu"
+            # shellcheck disable=SC2086
+            (cd "$dir" && timeout 300 $GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -s run.tpr -deffnm md $flags \
+                -resetstep $((steps / 2)) -noconfout > mdrun.log 2>&1) || {
+                echo "$name,,$kind,$steps,,,$flags,mdrun failed" >> "$RES/gpu_nsday.csv"; return; }
+        else
+            echo "$name,,$kind,$steps,,,$flags,mdrun failed" >> "$RES/gpu_nsday.csv"; return
+        fi
+    fi
+    local nsd atoms
+    nsd=$(awk '/^Performance:/ {print $2}' "$dir/md.log")
+    atoms=$(sed -n 2p "$SYS/$name.gro" | tr -d ' ')
+    awk -v n="$name" -v a="$atoms" -v k="$kind" -v s="$steps" -v p="$nsd" -v f="$flags" \
+        'BEGIN {printf "%s,%s,%s,%s,%s,%.4f,%s,ok\n", n, a, k, s, p, 86400 * 2e-3 / p * 1000 / 1000, f}' >> "$RES/gpu_nsday.csv"
+}
+
+for s in $SYSTEMS; do
+    [ -f "$SYS/$s.gro" ] || continue
+    top_for "$SYS/$s.gro"
+    case $s in 24k) steps=${STEPS_24K:-4000} ;; 100k) steps=${STEPS_100K:-2000} ;; *) steps=${STEPS_1M:-400} ;; esac
+    for kind in pme fmm; do
+        log "$s $kind ($steps steps)"
+        run_one "$s" "$kind" "$steps"
+    done
+done
+
+{
+    echo "# GROMACS 2022.5 + FMM MDModule on the GPU: ns/day, PME (GPU) vs FMM (fmm-device = cuda, tolerance $FMM_TOL)"
+    echo
+    echo "Machine: $(head -1 "$RES/machine.txt"); $NT cores; commit $(git rev-parse --short HEAD); $(date -u +%Y-%m-%dT%H:%MZ)."
+    echo "NVE, dt 2 fs, SETTLE, rc 1.0 nm, counters reset half-way; ms/step = 172.8 / (ns/day)."
+    echo
+    echo "| system | atoms | solver | steps | ns/day | ms/step | mdrun flags | status |"
+    echo "|---|---:|---|---:|---:|---:|---|---|"
+    tail -n +2 "$RES/gpu_nsday.csv" | awk -F, '{printf "| %s | %s | %s | %s | %s | %s | `%s` | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}'
+} > "$RES/gpu_nsday.md"
+cat "$RES/gpu_nsday.md"
