@@ -4,6 +4,7 @@
 /* Each takes argv[0] = the command name and returns the process exit status. */
 int cli_coulomb(int argc, char **argv);
 int cli_generate(int argc, char **argv);
+int cli_fgt(int argc, char **argv);
 int cli_rbf(int argc, char **argv);
 int cli_bldtt(int argc, char **argv);
 

@@ -10,6 +10,7 @@ static void usage(FILE *f) {
                "  coulomb    Coulomb potentials and fields of point charges (FMM)\n"
                "  bldtt      kernel-independent fast sums (Coulomb, Yukawa, ...; BLDTT, CPU/CUDA)\n"
                "  rbf        multiquadric RBF interpolation (FGP) and VTK mesh deformation\n"
+               "  fgt        fast Gauss transform sum_i q_i exp(-|y-x_i|^2/h^2), 1-3 D (CPU/CUDA)\n"
                "  generate   write a test point set (uniform, plummer, sphere, water)\n"
                "Run 'fmm <command> --help' for the options of a command.\n");
 }
@@ -26,6 +27,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "coulomb")) return cli_coulomb(argc - 1, argv + 1);
     if (!strcmp(argv[1], "bldtt")) return cli_bldtt(argc - 1, argv + 1);
     if (!strcmp(argv[1], "rbf")) return cli_rbf(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "fgt")) return cli_fgt(argc - 1, argv + 1);
     if (!strcmp(argv[1], "generate")) return cli_generate(argc - 1, argv + 1);
     fprintf(stderr, "fmm: unknown command '%s' (try 'fmm --help')\n", argv[1]);
     return 2;

@@ -1,0 +1,423 @@
+// test_fgt.cpp - the fast Gauss transform (include/fmm_fgt.h) against the direct sum.
+//
+// Every accuracy test checks the product's promise, max_j |G - G_exact| <= tol * sum |q|,
+// against fgt_direct (plain libm exp, one loop) on fresh random points: the seed is printed
+// and recorded; FMM_TEST_SEED=N replays a run. Covered: the tolerance ladder 1e-3..1e-10,
+// bandwidths 1e-3..1 (and far beyond) of the domain, 1-3 dimensions, uniform and clustered
+// sets, each of the four interaction modes forced alone, forced box sides, unequal sources and
+// targets, every entry point against bad input (right code, plan still usable), and the GPU
+// against the CPU where a device exists.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fmm_fgt.h"
+
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+
+uint64_t base_seed() {
+    static const uint64_t seed = [] {
+        const char *env = std::getenv("FMM_TEST_SEED");
+        if (env && *env) return (uint64_t)std::strtoull(env, nullptr, 0);
+        std::random_device rd;
+        return ((uint64_t)rd() << 32) ^ (uint64_t)rd();
+    }();
+    return seed;
+}
+
+uint64_t test_seed(uint64_t offset) {
+    uint64_t s = base_seed() + offset;
+    std::cout << "seed " << base_seed() << " (this test: " << s << "; replay with FMM_TEST_SEED="
+              << base_seed() << ")" << std::endl;
+    ::testing::Test::RecordProperty("seed", std::to_string(base_seed()));
+    return s;
+}
+
+enum Dist { UNIFORM, CLUSTERED };
+
+// n points in [0,1]^dim: uniform, or a few tight Gaussian clusters plus a uniform tail
+std::vector<double> points(int dim, long n, Dist dist, std::mt19937_64 &rng) {
+    std::uniform_real_distribution<double> U(0, 1);
+    std::normal_distribution<double> N(0, 1);
+    std::vector<double> x(n * dim);
+    double centres[4][3], widths[4] = {0.002, 0.01, 0.03, 0.1};
+    for (auto &c : centres)
+        for (double &v : c) v = 0.2 + 0.6 * U(rng);
+    for (long i = 0; i < n; ++i) {
+        int c = (int)(U(rng) * 5);
+        for (int d = 0; d < dim; ++d) {
+            double v = dist == UNIFORM || c == 4 ? U(rng) : centres[c][d] + widths[c] * N(rng);
+            x[i * dim + d] = std::min(1.0, std::max(0.0, v));
+        }
+    }
+    return x;
+}
+
+std::vector<double> weights(long n, bool mixed, std::mt19937_64 &rng) {
+    std::uniform_real_distribution<double> U(0, 1);
+    std::vector<double> q(n);
+    for (double &v : q) v = mixed ? 2 * U(rng) - 1 : U(rng);
+    return q;
+}
+
+double sum_abs(const std::vector<double> &q) {
+    double s = 0;
+    for (double v : q) s += std::fabs(v);
+    return s;
+}
+
+double max_abs_diff(const std::vector<double> &a, const std::vector<double> &b) {
+    double e = 0;
+    for (size_t i = 0; i < a.size(); ++i) e = std::max(e, std::fabs(a[i] - b[i]));
+    return e;
+}
+
+struct Case {
+    int dim;
+    double h, tol;
+    Dist dist;
+    long ns, nt;
+    int mode = FGT_MODE_AUTO;
+    double box_side = 0;
+    int device = FMM_DEVICE_CPU;
+};
+
+// Runs one case: returns max error / sum|q| (and the info), or -1 after a failure.
+double run_case(const Case &c, uint64_t seed, fgt_info *info_out = nullptr,
+                std::vector<double> *g_out = nullptr) {
+    std::mt19937_64 rng(seed);
+    std::vector<double> x = points(c.dim, c.ns, c.dist, rng);
+    std::vector<double> y = points(c.dim, c.nt, c.dist, rng);
+    std::vector<double> q = weights(c.ns, true, rng);
+    fgt_opts o;
+    fgt_default_opts(&o);
+    o.tolerance = c.tol;
+    o.force_mode = c.mode;
+    o.box_side = c.box_side;
+    o.device = c.device;
+    fgt_plan *p = nullptr;
+    int rc = fgt_makeplan(c.dim, c.h, &o, &p);
+    EXPECT_EQ(rc, FMM_OK) << fgt_strerror(rc);
+    if (rc) return -1;
+    std::vector<double> g(c.nt), r(c.nt);
+    rc = fgt_setpts(p, c.ns, x.data(), c.nt, y.data());
+    EXPECT_EQ(rc, FMM_OK) << fgt_strerror(rc);
+    if (!rc) rc = fgt_execute(p, q.data(), g.data());
+    EXPECT_EQ(rc, FMM_OK) << fgt_strerror(rc);
+    fgt_info info;
+    fgt_get_info(p, &info);
+    fgt_destroy(p);
+    if (rc) return -1;
+    EXPECT_EQ(fgt_direct(c.dim, c.h, c.ns, x.data(), q.data(), c.nt, y.data(), r.data(), 0), FMM_OK);
+    if (info_out) *info_out = info;
+    if (g_out) *g_out = g;
+    return max_abs_diff(g, r) / sum_abs(q);
+}
+
+std::string describe(const Case &c, const fgt_info &i) {
+    char buf[256];
+    snprintf(buf, sizeof buf,
+             "dim %d h %g tol %g %s ns %ld nt %ld mode %d: box %.2f order %d pairs D %ld H %ld T "
+             "%ld HT %ld",
+             c.dim, c.h, c.tol, c.dist == UNIFORM ? "uniform" : "clustered", c.ns, c.nt, c.mode,
+             i.box_side, i.order, i.pairs[1], i.pairs[2], i.pairs[3], i.pairs[4]);
+    return buf;
+}
+
+// ---------------------------------------------------------------------------------------
+// The tolerance ladder over bandwidths 1e-3..1 of the (unit) domain, 1-3 D, two distributions.
+class Ladder : public ::testing::TestWithParam<int> {};
+
+TEST_P(Ladder, MeetsToleranceAgainstDirectSum) {
+    const int dim = GetParam();
+    uint64_t seed = test_seed(100 + dim);
+    int k = 0;
+    for (double tol : {1e-3, 1e-6, 1e-8, 1e-10})
+        for (double h : {1e-3, 1e-2, 0.05, 0.2, 1.0})
+            for (Dist dist : {UNIFORM, CLUSTERED}) {
+                Case c{dim, h, tol, dist, 1500, 1100};
+                fgt_info info{};
+                double e = run_case(c, seed + 1000 * (k++), &info);
+                ASSERT_GE(e, 0);
+                EXPECT_LE(e, tol) << describe(c, info);
+            }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dims, Ladder, ::testing::Values(1, 2, 3));
+
+// Each expansion mode alone (every pair within the cut-off) meets the tolerance.
+class Modes : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(Modes, ForcedModeMeetsTolerance) {
+    const int dim = std::get<0>(GetParam()), mode = std::get<1>(GetParam());
+    uint64_t seed = test_seed(200 + 10 * dim + mode);
+    int k = 0;
+    for (double tol : {1e-3, 1e-6, 1e-10})
+        for (double h : {0.1, 0.4})
+            for (double side : {0.0, 0.5, 2.0}) {
+                if (dim == 3 && side > 1 && tol < 1e-8) continue; /* order ~30: too slow for CI */
+                Case c{dim, h, tol, UNIFORM, 900, 700, mode, side};
+                fgt_info info{};
+                double e = run_case(c, seed + 1000 * (k++), &info);
+                ASSERT_GE(e, 0);
+                EXPECT_LE(e, tol) << describe(c, info) << " side " << side;
+                // the forced mode is what ran (sides up to 2 h always allow an expansion)
+                long other = 0;
+                for (int m = 1; m <= 4; ++m) {
+                    if (m != mode) other += info.pairs[m];
+                }
+                EXPECT_GT(info.pairs[mode], 0) << describe(c, info);
+                if (mode != FGT_MODE_DIRECT) {
+                    EXPECT_EQ(other, 0) << describe(c, info);
+                }
+            }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Modes,
+                         ::testing::Combine(::testing::Values(1, 2, 3),
+                                            ::testing::Values((int)FGT_MODE_DIRECT, (int)FGT_MODE_HERMITE,
+                                                              (int)FGT_MODE_TAYLOR, (int)FGT_MODE_H2T)));
+
+// The cost model's choice mixes modes; the promise holds for box sides it would not pick too.
+TEST(Fgt, ForcedBoxSides) {
+    uint64_t seed = test_seed(300);
+    int k = 0;
+    for (double side : {0.125, 0.35, 1.0, 3.0, 8.0})
+        for (int dim : {2, 3}) {
+            Case c{dim, 0.15, 1e-7, CLUSTERED, 1200, 800, FGT_MODE_AUTO, side};
+            fgt_info info{};
+            double e = run_case(c, seed + 1000 * (k++), &info);
+            ASSERT_GE(e, 0);
+            EXPECT_LE(e, 1e-7) << describe(c, info);
+            EXPECT_NEAR(info.box_side, side, 1e-12);
+        }
+}
+
+// Bandwidths far outside the domain scale: everything interacts with everything (h huge)
+// or nothing but itself (h tiny), and the domain may be far from the origin.
+TEST(Fgt, ExtremeBandwidthsAndOffsets) {
+    uint64_t seed = test_seed(400);
+    std::mt19937_64 rng(seed);
+    for (double h : {1e-7, 1e-4, 10.0, 1e4})
+        for (double shift : {0.0, 1e6}) {
+            const int dim = 3;
+            long ns = 800, nt = 600;
+            std::vector<double> x = points(dim, ns, UNIFORM, rng), y = points(dim, nt, UNIFORM, rng);
+            for (double &v : x) v += shift;
+            for (double &v : y) v += shift;
+            // a few targets exactly on sources, so tiny h still sees something
+            for (int i = 0; i < 50; ++i)
+                for (int d = 0; d < dim; ++d) y[i * dim + d] = x[i * dim + d];
+            std::vector<double> q = weights(ns, true, rng), g(nt), r(nt);
+            fgt_opts o;
+            fgt_default_opts(&o);
+            o.tolerance = 1e-9;
+            fgt_plan *p;
+            ASSERT_EQ(fgt_makeplan(dim, h, &o, &p), FMM_OK);
+            ASSERT_EQ(fgt_setpts(p, ns, x.data(), nt, y.data()), FMM_OK);
+            ASSERT_EQ(fgt_execute(p, q.data(), g.data()), FMM_OK);
+            fgt_destroy(p);
+            ASSERT_EQ(fgt_direct(dim, h, ns, x.data(), q.data(), nt, y.data(), r.data(), 0), FMM_OK);
+            EXPECT_LE(max_abs_diff(g, r) / sum_abs(q), 1e-9) << "h " << h << " shift " << shift;
+        }
+}
+
+// Analytic cases: one source, coincident points, targets = sources by NULL.
+TEST(Fgt, AnalyticAndDegenerate) {
+    const double h = 0.3;
+    double x[3] = {0.1, 0.2, 0.3}, q = 2.5, y[6] = {0.1, 0.2, 0.3, 0.4, -0.1, 0.7}, g[2];
+    fgt_plan *p;
+    ASSERT_EQ(fgt_makeplan(3, h, nullptr, &p), FMM_OK);
+    ASSERT_EQ(fgt_setpts(p, 1, x, 2, y), FMM_OK);
+    ASSERT_EQ(fgt_execute(p, &q, g), FMM_OK);
+    EXPECT_NEAR(g[0], 2.5, 1e-6 * 2.5);
+    EXPECT_NEAR(g[1], 2.5 * std::exp(-(0.09 + 0.09 + 0.16) / (h * h)), 1e-6 * 2.5);
+    fgt_destroy(p);
+
+    // 500 coincident sources: G = sum q everywhere on them
+    std::vector<double> xs(1500, 0.5), qs(500, 1.0), gs(500);
+    ASSERT_EQ(fgt_makeplan(3, 0.01, nullptr, &p), FMM_OK);
+    ASSERT_EQ(fgt_setpts(p, 500, xs.data(), 0, nullptr), FMM_OK);
+    ASSERT_EQ(fgt_execute(p, qs.data(), gs.data()), FMM_OK);
+    for (double v : gs) EXPECT_NEAR(v, 500.0, 1e-6 * 500);
+    fgt_destroy(p);
+
+    // targets NULL is the same as targets = sources
+    std::mt19937_64 rng(test_seed(500));
+    std::vector<double> a = points(2, 700, CLUSTERED, rng), w = weights(700, true, rng), g1(700), g2(700);
+    ASSERT_EQ(fgt_makeplan(2, 0.05, nullptr, &p), FMM_OK);
+    ASSERT_EQ(fgt_setpts(p, 700, a.data(), 0, nullptr), FMM_OK);
+    ASSERT_EQ(fgt_execute(p, w.data(), g1.data()), FMM_OK);
+    ASSERT_EQ(fgt_setpts(p, 700, a.data(), 700, a.data()), FMM_OK);
+    ASSERT_EQ(fgt_execute(p, w.data(), g2.data()), FMM_OK);
+    EXPECT_EQ(g1, g2);
+    fgt_destroy(p);
+}
+
+// The result does not depend on the thread count (each target box is summed by one thread).
+TEST(Fgt, ThreadCountIndependent) {
+    std::mt19937_64 rng(test_seed(600));
+    long n = 3000;
+    std::vector<double> x = points(3, n, CLUSTERED, rng), q = weights(n, true, rng), g1(n), g2(n);
+    for (int th : {1, 2}) {
+        fgt_opts o;
+        fgt_default_opts(&o);
+        o.threads = th;
+        fgt_plan *p;
+        ASSERT_EQ(fgt_makeplan(3, 0.1, &o, &p), FMM_OK);
+        ASSERT_EQ(fgt_setpts(p, n, x.data(), 0, nullptr), FMM_OK);
+        ASSERT_EQ(fgt_execute(p, q.data(), th == 1 ? g1.data() : g2.data()), FMM_OK);
+        fgt_destroy(p);
+    }
+    EXPECT_EQ(g1, g2);
+}
+
+// ---------------------------------------------------------------------------------------
+// Bad input: the documented code, and a plan that still works afterwards.
+TEST(Fgt, RejectsBadPlanArguments) {
+    fgt_plan *p = nullptr;
+    EXPECT_EQ(fgt_makeplan(3, 0.1, nullptr, nullptr), FMM_ERR_ARG);
+    for (int dim : {0, 4, -1}) EXPECT_EQ(fgt_makeplan(dim, 0.1, nullptr, &p), FMM_ERR_PARAM);
+    for (double h : {0.0, -1.0, kNaN, kInf, -kInf}) {
+        EXPECT_EQ(fgt_makeplan(3, h, nullptr, &p), FMM_ERR_PARAM) << h;
+        EXPECT_EQ(p, nullptr);
+    }
+    fgt_opts o;
+    for (double tol : {0.0, -1e-6, 1e-13, 0.5, kNaN}) {
+        fgt_default_opts(&o);
+        o.tolerance = tol;
+        EXPECT_EQ(fgt_makeplan(3, 0.1, &o, &p), FMM_ERR_TOLERANCE) << tol;
+    }
+    fgt_default_opts(&o);
+    o.threads = -1;
+    EXPECT_EQ(fgt_makeplan(3, 0.1, &o, &p), FMM_ERR_THREADS);
+    for (double side : {-1.0, 0.1, 9.0, kNaN}) {
+        fgt_default_opts(&o);
+        o.box_side = side;
+        EXPECT_EQ(fgt_makeplan(3, 0.1, &o, &p), FMM_ERR_PARAM) << side;
+    }
+    for (int m : {-1, 5}) {
+        fgt_default_opts(&o);
+        o.force_mode = m;
+        EXPECT_EQ(fgt_makeplan(3, 0.1, &o, &p), FMM_ERR_PARAM);
+    }
+    fgt_default_opts(&o);
+    o.device = 7;
+    EXPECT_EQ(fgt_makeplan(3, 0.1, &o, &p), FMM_ERR_ARG);
+    if (fmm_cuda_device_count() == 0) {
+        fgt_default_opts(&o);
+        o.device = FMM_DEVICE_CUDA;
+        EXPECT_EQ(fgt_makeplan(3, 0.1, &o, &p), FMM_ERR_DEVICE);
+    }
+    EXPECT_STRNE(fgt_strerror(FMM_ERR_PARAM), "");
+    fgt_destroy(nullptr);
+}
+
+TEST(Fgt, RejectsBadPointsAndWeightsPlanIntact) {
+    std::mt19937_64 rng(test_seed(700));
+    const int dim = 2;
+    long ns = 400, nt = 300;
+    std::vector<double> x = points(dim, ns, UNIFORM, rng), y = points(dim, nt, UNIFORM, rng);
+    std::vector<double> q = weights(ns, true, rng), g(nt), g0(nt);
+    fgt_plan *p;
+    ASSERT_EQ(fgt_makeplan(dim, 0.1, nullptr, &p), FMM_OK);
+    EXPECT_EQ(fgt_execute(p, q.data(), g.data()), FMM_ERR_NOPTS);
+    fgt_info info;
+    EXPECT_EQ(fgt_get_info(p, &info), FMM_ERR_NOPTS);
+    ASSERT_EQ(fgt_setpts(p, ns, x.data(), nt, y.data()), FMM_OK);
+    ASSERT_EQ(fgt_execute(p, q.data(), g0.data()), FMM_OK);
+
+    EXPECT_EQ(fgt_setpts(nullptr, ns, x.data(), nt, y.data()), FMM_ERR_ARG);
+    EXPECT_EQ(fgt_setpts(p, ns, nullptr, nt, y.data()), FMM_ERR_ARG);
+    EXPECT_EQ(fgt_setpts(p, 0, x.data(), nt, y.data()), FMM_ERR_NPTS);
+    EXPECT_EQ(fgt_setpts(p, -5, x.data(), nt, y.data()), FMM_ERR_NPTS);
+    EXPECT_EQ(fgt_setpts(p, ns, x.data(), 0, y.data()), FMM_ERR_NPTS);
+    for (double bad : {kNaN, kInf, -kInf}) {
+        std::vector<double> xb = x, yb = y;
+        xb[2 * 17 + 1] = bad;
+        yb[2 * 5] = bad;
+        EXPECT_EQ(fgt_setpts(p, ns, xb.data(), nt, y.data()), FMM_ERR_NONFINITE);
+        EXPECT_EQ(fgt_setpts(p, ns, x.data(), nt, yb.data()), FMM_ERR_NONFINITE);
+        std::vector<double> qb = q;
+        qb[ns - 1] = bad;
+        EXPECT_EQ(fgt_execute(p, qb.data(), g.data()), FMM_ERR_NONFINITE);
+        EXPECT_EQ(fgt_direct(dim, 0.1, ns, x.data(), qb.data(), nt, y.data(), g.data(), 0),
+                  FMM_ERR_NONFINITE);
+    }
+    EXPECT_EQ(fgt_execute(nullptr, q.data(), g.data()), FMM_ERR_ARG);
+    EXPECT_EQ(fgt_execute(p, nullptr, g.data()), FMM_ERR_ARG);
+    EXPECT_EQ(fgt_execute(p, q.data(), nullptr), FMM_ERR_ARG);
+    EXPECT_EQ(fgt_get_info(p, nullptr), FMM_ERR_ARG);
+    // nothing corrupted: the plan still holds the first points and gives the same values
+    std::fill(g.begin(), g.end(), 0.0);
+    ASSERT_EQ(fgt_execute(p, q.data(), g.data()), FMM_OK);
+    EXPECT_EQ(g, g0);
+    fgt_destroy(p);
+
+    EXPECT_EQ(fgt_direct(0, 0.1, ns, x.data(), q.data(), nt, y.data(), g.data(), 0), FMM_ERR_PARAM);
+    EXPECT_EQ(fgt_direct(dim, -1, ns, x.data(), q.data(), nt, y.data(), g.data(), 0), FMM_ERR_PARAM);
+    EXPECT_EQ(fgt_direct(dim, 0.1, 0, x.data(), q.data(), nt, y.data(), g.data(), 0), FMM_ERR_NPTS);
+    EXPECT_EQ(fgt_direct(dim, 0.1, ns, nullptr, q.data(), nt, y.data(), g.data(), 0), FMM_ERR_ARG);
+    EXPECT_EQ(fgt_direct(dim, 0.1, ns, x.data(), q.data(), nt, y.data(), g.data(), -1), FMM_ERR_THREADS);
+}
+
+// A larger 3-D case in the benchmark's regime (N = 1.2e4, tolerance 1e-6).
+TEST(Fgt, SlowLargerUniform3D) {
+    uint64_t seed = test_seed(800);
+    int k = 0;
+    for (double h : {0.05, 0.2, 0.5}) {
+        Case c{3, h, 1e-6, UNIFORM, 12000, 12000};
+        fgt_info info{};
+        double e = run_case(c, seed + 1000 * (k++), &info);
+        ASSERT_GE(e, 0);
+        EXPECT_LE(e, 1e-6) << describe(c, info);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// GPU: the same promise, and agreement with the CPU plan.
+TEST(FgtGpu, MatchesCpuAndDirect) {
+    if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    uint64_t seed = test_seed(900);
+    int k = 0;
+    for (int dim : {1, 2, 3})
+        for (double tol : {1e-3, 1e-6, 1e-10})
+            for (double h : {0.01, 0.1, 0.5})
+                for (int mode : {0, 1, 2, 3, 4}) {
+                    Case c{dim, h, tol, CLUSTERED, 3000, 2000, mode};
+                    fgt_info ic{}, ig{};
+                    std::vector<double> gc, gg;
+                    uint64_t s = seed + 1000 * (k++);
+                    double ec = run_case(c, s, &ic, &gc);
+                    c.device = FMM_DEVICE_CUDA;
+                    double eg = run_case(c, s, &ig, &gg);
+                    ASSERT_GE(ec, 0);
+                    ASSERT_GE(eg, 0);
+                    EXPECT_LE(eg, tol) << "GPU " << describe(c, ig);
+                    std::mt19937_64 rng(s);
+                    points(dim, c.ns, c.dist, rng);
+                    points(dim, c.nt, c.dist, rng);
+                    double sq = sum_abs(weights(c.ns, true, rng));
+                    EXPECT_LE(max_abs_diff(gc, gg) / sq, 2 * tol) << describe(c, ig);
+                }
+}
+
+TEST(FgtGpu, HermiteBenchRuns) {
+    if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    double ms = -1;
+    ASSERT_EQ(fgt_cuda_hermite_bench(10000, 5, 16, 4.0, &ms), FMM_OK);
+    EXPECT_GT(ms, 0);
+    EXPECT_EQ(fgt_cuda_hermite_bench(10000, 0, 16, 4.0, &ms), FMM_ERR_PARAM);
+}
+
+}  // namespace
