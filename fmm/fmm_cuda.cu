@@ -683,7 +683,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     if (g->periodic) {
         k_lattice<<<1, 256, sizeof(double) * nc, s0>>>(nc, g->lattice, g->bg, g->W, g->U);
         for (int l = 1; l <= D; ++l) {
-            TRY(m2l_gpu_tiled(&g->m2l, l, 1, g->W + level_offset(l) * nc, g->U + level_offset(l) * nc, s0));
+            TRY(m2l_gpu_best(&g->m2l, l, 1, g->W + level_offset(l) * nc, g->U + level_offset(l) * nc, s0));
             if (fshift)
                 K.images<<<(unsigned)(1L << (3 * l)), 128, 0, s0>>>(g->m2l.cls, g->m2l.sign, g->m2l.vlist, l, g->geom,
                                                                      g->W + level_offset(l) * nc, fshift);
@@ -692,7 +692,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
         /* levels 0 and 1 have no well-separated boxes */
         CU(cudaMemsetAsync(g->U, 0, sizeof(double) * nc * level_offset(D < 1 ? 1 : 2), s0));
         for (int l = 2; l <= D; ++l)
-            TRY(m2l_gpu_tiled(&g->m2l, l, 0, g->W + level_offset(l) * nc, g->U + level_offset(l) * nc, s0));
+            TRY(m2l_gpu_best(&g->m2l, l, 0, g->W + level_offset(l) * nc, g->U + level_offset(l) * nc, s0));
     }
     MARK(5);
     for (int l = 0; l < D; ++l)

@@ -32,10 +32,13 @@ extern "C" int m2l_gpu_ops_init(m2l_gpu_ops *g, const m2l_operators *ops, int de
     const size_t nn = (size_t)nc * nc;
     g->p = ops->p, g->nc = nc;
     {
-        int dev = 0;
+        int dev = 0, major = 0, minor = 0;
         if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&g->nsm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            cudaDeviceGetAttribute(&g->nsm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
             return FMM_ERR_CUDA;
+        g->cc = 10 * major + minor;
     }
     double *h = (double *)malloc(sizeof(double) * nn * (dense ? M2L_NOFFSET : M2L_NCLASS));
     double *sg = (double *)malloc(sizeof(double) * 8 * nc);
@@ -224,12 +227,155 @@ template <int... Ps> struct tiled_table {
 };
 static const tiled_table<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20> tiled_fns;
 
-static int tiled_prepare(int p) { return tiled_fns.prepare[p - 1](); }
 
 extern "C" int m2l_gpu_tiled(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
                              cudaStream_t stream) {
     if (level < 1 || g->p < 1 || g->p > M2L_GPU_PMAX) return FMM_ERR_ARG;
     return tiled_fns.run[g->p - 1](g, level, periodic, W, U, stream);
+}
+
+/* ---- tensor: the tiled scheme on the FP64 tensor cores (mma m8n8k4), orders <= 10 ---- */
+
+template <int P> struct tensor_shape {
+    static constexpr int NC = (P + 1) * (P + 1);
+    static constexpr int RT = (NC + 7) / 8;            /* 8-row output tiles: every warp owns all of them */
+    static constexpr int NT = RT >= 16 ? 1 : 16 / RT; /* 8-column tiles per warp: 16..32 accumulators */
+    static constexpr int T = 8 * 8 * NT;               /* targets per block: 8 warps x NT tiles x 8 */
+    static constexpr int KC = 16;                      /* input coefficients per stage */
+    static constexpr int MS = KC + 4;                  /* padded rows: conflict-free fragment loads */
+    static constexpr int XS = T + 4;
+    static constexpr size_t SMEM = sizeof(double) * (8 * RT * MS + KC * XS);
+};
+
+__device__ __forceinline__ void mma884(double &c0, double &c1, double a, double b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                 : "+d"(c0), "+d"(c1)
+                 : "d"(a), "d"(b));
+#else
+    (void)c0, (void)c1, (void)a, (void)b;
+    __trap(); /* unreachable: m2l_gpu_tensor refuses devices below compute capability 8.0 */
+#endif
+}
+
+template <int P>
+__global__ void __launch_bounds__(256) k_m2l_tensor(const double *__restrict__ cls, const double *__restrict__ sign,
+                                                    const int *__restrict__ vlist, int level, int periodic,
+                                                    const double *__restrict__ W, double *__restrict__ U) {
+    using S = tensor_shape<P>;
+    constexpr int NC = S::NC, RT = S::RT, NT = S::NT, T = S::T, KC = S::KC, MS = S::MS, XS = S::XS;
+    extern __shared__ double smem[];
+    double *Ms = smem, *Xs = smem + 8 * RT * MS;
+    __shared__ long src[T];
+    const int parity = blockIdx.y, half = 1 << (level - 1), s = 1 << level;
+    const int e0 = blockIdx.z * M2L_VLIST / gridDim.z, e1 = (blockIdx.z + 1) * M2L_VLIST / gridDim.z;
+    const long ntarget = (long)half * half * half, k0 = (long)blockIdx.x * T;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    double acc[RT][NT][2];
+#pragma unroll
+    for (int r = 0; r < RT; ++r)
+#pragma unroll
+        for (int c = 0; c < NT; ++c) acc[r][c][0] = acc[r][c][1] = 0.0;
+    for (int e = e0; e < e1; ++e) {
+        const int pk = vlist[parity * M2L_VLIST + e];
+        const double *M = cls + (size_t)(pk >> 9 & 63) * NC * NC, *sg = sign + (pk >> 15) * NC;
+        __syncthreads();
+        for (int col = threadIdx.x; col < T; col += 256) {
+            const long k = k0 + col;
+            long sb = -1;
+            if (k < ntarget) {
+                int a = (int)(k % half), b = (int)(k / half % half), c = (int)(k / ((long)half * half));
+                sb = source_box(2 * a + (parity & 1), 2 * b + (parity >> 1 & 1), 2 * c + (parity >> 2 & 1), pk, s,
+                                periodic);
+            }
+            src[col] = sb;
+        }
+        for (int j0 = 0; j0 < NC; j0 += KC) {
+            __syncthreads();
+            for (int idx = threadIdx.x; idx < KC * T; idx += 256) {
+                const int jj = idx % KC, col = idx / KC, j = j0 + jj;
+                const long sb = src[col];
+                Xs[jj * XS + col] = (sb >= 0 && j < NC) ? sg[j] * W[sb * NC + j] : 0.0;
+            }
+            for (int idx = threadIdx.x; idx < 8 * RT * KC; idx += 256) {
+                const int jj = idx % KC, row = idx / KC, j = j0 + jj;
+                Ms[row * MS + jj] = (row < NC && j < NC) ? sg[row] * M[(size_t)row * NC + j] : 0.0;
+            }
+            __syncthreads();
+#pragma unroll
+            for (int kk = 0; kk < KC; kk += 4) {
+                double b[NT];
+#pragma unroll
+                for (int c = 0; c < NT; ++c) b[c] = Xs[(kk + tig) * XS + (warp * NT + c) * 8 + gid];
+#pragma unroll
+                for (int r = 0; r < RT; ++r) {
+                    const double a = Ms[(r * 8 + gid) * MS + kk + tig];
+#pragma unroll
+                    for (int c = 0; c < NT; ++c) mma884(acc[r][c][0], acc[r][c][1], a, b[c]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < NT; ++c)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const long k = k0 + (warp * NT + c) * 8 + 2 * tig + h;
+            if (k >= ntarget) continue;
+            int a = (int)(k % half), b = (int)(k / half % half), cz = (int)(k / ((long)half * half));
+            long t = (2 * a + (parity & 1)) +
+                     (long)s * ((2 * b + (parity >> 1 & 1)) + (long)s * (2 * cz + (parity >> 2 & 1)));
+#pragma unroll
+            for (int r = 0; r < RT; ++r) {
+                const int row = r * 8 + gid;
+                if (row < NC) atomicAdd(U + t * NC + row, acc[r][c][h]);
+            }
+        }
+}
+
+template <int P> static int prepare_tensor() {
+    CU(cudaFuncSetAttribute(k_m2l_tensor<P>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)tensor_shape<P>::SMEM));
+    return FMM_OK;
+}
+
+template <int P> static int launch_tensor(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
+                                          cudaStream_t st) {
+    using S = tensor_shape<P>;
+    const long half = 1L << (level - 1), ntarget = half * half * half;
+    const long tiles = 8 * ((ntarget + S::T - 1) / S::T);
+    long groups = (4L * g->nsm + tiles - 1) / tiles;
+    groups = groups < 1 ? 1 : (groups > 48 ? 48 : groups);
+    CU(cudaMemsetAsync(U, 0, sizeof(double) * S::NC * 8 * ntarget, st));
+    dim3 grid((unsigned)(tiles / 8), 8, (unsigned)groups);
+    k_m2l_tensor<P><<<grid, 256, S::SMEM, st>>>(g->cls, g->sign, g->vlist, level, periodic, W, U);
+    CU(cudaGetLastError());
+    return FMM_OK;
+}
+
+static const tiled_fn tensor_run[M2L_TENSOR_PMAX] = {launch_tensor<1>, launch_tensor<2>, launch_tensor<3>,
+                                                     launch_tensor<4>, launch_tensor<5>, launch_tensor<6>,
+                                                     launch_tensor<7>, launch_tensor<8>, launch_tensor<9>,
+                                                     launch_tensor<10>};
+static const prepare_fn tensor_prepare[M2L_TENSOR_PMAX] = {
+    prepare_tensor<1>, prepare_tensor<2>, prepare_tensor<3>, prepare_tensor<4>, prepare_tensor<5>,
+    prepare_tensor<6>, prepare_tensor<7>, prepare_tensor<8>, prepare_tensor<9>, prepare_tensor<10>};
+
+extern "C" int m2l_gpu_tensor(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
+                              cudaStream_t stream) {
+    if (level < 1 || g->p < 1 || g->p > M2L_TENSOR_PMAX || g->cc < 80) return FMM_ERR_ARG;
+    return tensor_run[g->p - 1](g, level, periodic, W, U, stream);
+}
+
+extern "C" int m2l_gpu_best(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
+                            cudaStream_t stream) {
+    return g->p <= M2L_TENSOR_PMAX && g->cc >= 80 ? m2l_gpu_tensor(g, level, periodic, W, U, stream)
+                                   : m2l_gpu_tiled(g, level, periodic, W, U, stream);
+}
+
+static int tiled_prepare(int p) {
+    int rc = tiled_fns.prepare[p - 1]();
+    return rc || p > M2L_TENSOR_PMAX ? rc : tensor_prepare[p - 1]();
 }
 
 /* ---- naive: one thread per (target, coefficient), dense operators from memory ---- */

@@ -15,6 +15,8 @@
  *              gathered, input-signed source multipoles as a register-blocked GEMM; the sum
  *              over offsets stays in registers; on coarse levels the V list is split over
  *              several blocks per tile (atomic adds into U). The production kernel.
+ *   tensor     the tiled scheme with the products on the FP64 tensor cores (mma.m8n8k4):
+ *              every warp holds all 8-row output tiles of its 8-column tiles; p <= 10.
  *   naive      one thread per (target box, output coefficient), one flat loop over the V
  *              list and the input coefficients, the 316 dense operators read from memory
  *              (Kohnke et al. 2021, approach 1).
@@ -36,10 +38,11 @@ extern "C" {
 #endif
 
 #define M2L_GPU_PMAX 20
+#define M2L_TENSOR_PMAX 10
 #define M2L_VLIST 189
 
 typedef struct m2l_gpu_ops {
-    int p, nc, nsm; /* nsm: multiprocessors of the device */
+    int p, nc, nsm, cc; /* nsm: multiprocessors of the device, cc: its compute capability (90 = 9.0) */
     double *cls;  /* device [56][nc][nc], row-major, reference operators */
     double *dense; /* device [343][nc][nc] every offset's operator (naive variant), or NULL */
     double *sign; /* device [8][nc] */
@@ -71,6 +74,11 @@ int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int periodic, m2l_sy
 int m2l_gpu_symmetric_run(const m2l_sym_plan *plan, const double *W, double *U, cudaStream_t stream);
 void m2l_gpu_symmetric_free(m2l_sym_plan *plan);
 int m2l_symmetric_emulate(const m2l_operators *ops, int level, int periodic, const double *W, double *U);
+/* tensor: p <= M2L_TENSOR_PMAX only; best: tensor where it applies, else tiled (the FMM's) */
+int m2l_gpu_tensor(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
+                   cudaStream_t stream);
+int m2l_gpu_best(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
+                 cudaStream_t stream);
 
 #ifdef __cplusplus
 }
