@@ -226,15 +226,20 @@ typedef struct dtt_ctx {
     const bt_tree *T, *S;
     double theta;
     long np;
+    double osc; /* wavenumber of an oscillatory kernel, else 0 */
+    int degree;
     pairbuf pb[4];
 } dtt_ctx;
 
 static long cnt(const bt_node *n) { return n->iend - n->ibeg; }
 
-static int mac(const bt_node *a, const bt_node *b, double theta) {
+/* (r_t + r_s) < theta R; for the oscillatory kernel also p r <= n for both clusters (a
+ * degree-n interpolant resolves about n radians of sin(p r) per cluster radius) */
+static int mac(const dtt_ctx *c, const bt_node *a, const bt_node *b) {
     double dx = a->c[0] - b->c[0], dy = a->c[1] - b->c[1], dz = a->c[2] - b->c[2];
     double R = sqrt(dx * dx + dy * dy + dz * dz);
-    return a->r + b->r < theta * R;
+    if (c->osc > 0 && (c->osc * a->r > c->degree || c->osc * b->r > c->degree)) return 0;
+    return a->r + b->r < c->theta * R;
 }
 
 /* PP and PC write to target particles: emitted per target leaf (leaves own disjoint ranges) */
@@ -249,7 +254,7 @@ static void add_leaves(dtt_ctx *c, int type, int t, int s) {
 
 static void dtt(dtt_ctx *c, int t, int s) {
     const bt_node *nt = &c->T->nodes[t], *ns = &c->S->nodes[s];
-    if (mac(nt, ns, c->theta)) {
+    if (mac(c, nt, ns)) {
         int bt = cnt(nt) > c->np, bs = cnt(ns) > c->np;
         if (bt && bs) pb_add(&c->pb[BT_CC], t, s);
         else if (bt) pb_add(&c->pb[BT_CP], t, s);
@@ -268,7 +273,7 @@ static void dtt(dtt_ctx *c, int t, int s) {
 /* BLTC: a target leaf against the source tree */
 static void bltc(dtt_ctx *c, int t, int s) {
     const bt_node *nt = &c->T->nodes[t], *ns = &c->S->nodes[s];
-    if (mac(nt, ns, c->theta)) {
+    if (mac(c, nt, ns)) {
         pb_add(&c->pb[cnt(ns) > c->np ? BT_PC : BT_PP], t, s);
         return;
     }
@@ -299,6 +304,8 @@ static int build_lists(bldtt_plan *p) {
     dtt_ctx c;
     memset(&c, 0, sizeof c);
     c.T = p->trg, c.S = &p->src, c.theta = p->o.theta, c.np = p->np;
+    c.osc = p->o.kernel == BLDTT_SINC ? p->o.param : 0;
+    c.degree = p->o.degree;
     if (p->o.method == BLDTT_METHOD_BLTC)
         for (int k = 0; k < p->trg->nleaves; ++k) bltc(&c, p->trg->leaves[k], 0);
     else
