@@ -61,7 +61,7 @@ ps=$(grep -v '^[#@]' etot.xvg | awk 'NR==1 {t0=$1} {t=$1} END {print t-t0}')
     echo "etot_rmsd $rmsd"
     echo "etot_total_drift_kj_mol $drift"
     awk -v d="$drift" -v ps="$ps" -v n="$natoms" 'BEGIN {printf "drift_kj_mol_ns_atom %.5f\n", d / (ps / 1000) / n}'
-    echo "rlist $(awk '/rlist/ {print $3; exit}' nve_mdout.mdp) (mdp; mdrun may raise it: $(grep -m1 -o 'rlist from [0-9.]* to [0-9.]*' nve.log || echo unchanged))"
+    echo "rlist_grompp $(awk '$1 == "rlist" {print $3; exit}' nve_mdout.mdp) mdrun: $(grep -m1 -o 'rlist from [0-9.]* to [0-9.]*' nve.log || echo unchanged)"
     echo "fmm_log $(grep -m1 'FMM module:' nve.log || echo none)"
     echo "loadavg_before $load0 after $load1"
     echo "date $(date -u +%Y-%m-%dT%H:%MZ) host $(hostname) nt $NT"

@@ -14,7 +14,7 @@
 # and the plain case must pass grompp. Takes ~10 s. Exit status: number of failed cases.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-GMX=${1:-$REPO/build-gromacs/install/bin/gmx}
+GMX=$(realpath "${1:-$REPO/build-gromacs/install/bin/gmx}")
 S=$REPO/systems/gromacs
 GMXDATA=$(gmx --version 2>/dev/null | awk -F': *' '/^Data prefix/ {print $2; exit}')
 export GMXLIB=${GMXDATA:-/usr}/share/gromacs/top
