@@ -48,9 +48,16 @@ if has sanitizer; then
     for tool in memcheck racecheck; do
         compute-sanitizer --tool $tool --error-exitcode 9 $B/bin/test_gpu \
             --gtest_filter='GpuPlan.*' > "$OUT/sanitizer_$tool.log" 2>&1
-        echo "compute-sanitizer $tool: exit $? ($(grep -c 'ERROR SUMMARY: 0 errors' "$OUT/sanitizer_$tool.log") clean summaries)"
-        tail -3 "$OUT/sanitizer_$tool.log"
+        echo "compute-sanitizer $tool test_gpu GpuPlan.*: exit $?"
+        tail -2 "$OUT/sanitizer_$tool.log"
     done
+    compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/m2l-bench --orders 2,5,9 --depths 2,3 --reps 1 \
+        > "$OUT/sanitizer_m2l_memcheck.log" 2>&1
+    echo "compute-sanitizer memcheck m2l-bench (all variants, p 2,5,9, depths 2,3): exit $?"
+    compute-sanitizer --tool racecheck --error-exitcode 9 $B/bin/m2l-bench --orders 2,6 --depths 3 --reps 1 \
+        > "$OUT/sanitizer_m2l_racecheck.log" 2>&1
+    echo "compute-sanitizer racecheck m2l-bench (all variants, p 2,6, depth 3): exit $?"
+    tail -2 "$OUT/sanitizer_m2l_racecheck.log"
 fi
 
 if has fmm; then
@@ -82,7 +89,8 @@ fi
 if has m2l; then
     log m2l
     if [ -x $B/bin/m2l-bench ]; then
-        $B/bin/m2l-bench --csv "$OUT/m2l_bench.csv" 2>&1 | tee "$OUT/m2l_bench.txt" | tail -80
+        $B/bin/m2l-bench --csv "$OUT/m2l_bench.csv" ${M2L_ARGS:-} 2>&1 | tee "$OUT/m2l_bench.txt" | tail -80
+        python3 bench/m2l_plot.py "$OUT/m2l_bench.csv" "$OUT/m2l_bench.png"
     fi
 fi
 

@@ -22,6 +22,11 @@
         if (rc_) return rc_;                                                                  \
     } while (0)
 
+/* From this level down the M2L runs as the symmetric variant (one operator application per
+ * symmetry class with Walsh-Hadamard combined sources: 56 instead of 189 per box; 2.5-3x faster
+ * than the tiled/tensor kernels on an H100 at p 4..10, depths 4-5, bench/results/m2l_bench.csv);
+ * coarser levels have too few boxes for its presorted groups and use the tiled/tensor kernel. */
+#define SYM_LEVEL 3
 #define KEYBITS 20 /* the CPU octree's integer grid (core/octree.c): 2^20 cells per axis */
 enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_N = 96 };
 enum { G_LO = 0, G_SIDE = 3, G_SCALE = 4, G_N = 5 };
@@ -30,6 +35,8 @@ struct fmm_gpu {
     int p, nc, periodic, tinfoil, depth;
     long n, cap;
     m2l_gpu_ops m2l;
+    m2l_sym_plan *sym[11]; /* per level >= SYM_LEVEL: the presorted symmetric M2L (m2l/m2l_symmetric.cu) */
+    int sym_depth;
     double *m2mT, *l2lT; /* [8 octants][nc in][nc out] */
     double *lattice, *bg;
     double *xyz, *qin, *xw;       /* caller order: input positions, charges, wrapped positions */
@@ -545,6 +552,7 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     if (!g) return;
     for (int v = 0; v < 2; ++v)
         if (g->exec[v]) cudaGraphExecDestroy(g->exec[v]);
+    for (int l = 0; l < 11; ++l) m2l_gpu_symmetric_free(g->sym[l]);
     m2l_gpu_ops_free(&g->m2l);
     void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->xyz, g->qin, g->xw, g->key, g->key2, g->idx, g->perm,
                     g->x, g->cs, g->ce, g->far, g->near, g->out, g->W, g->U, g->geom, g->red, g->tmp};
@@ -589,6 +597,7 @@ extern "C" int fmm_gpu_create(const fmm_gpu_setup *s, fmm_gpu **out) {
     if (fmm_cuda_device_count() < 1) return FMM_ERR_DEVICE;
     fmm_gpu *g = (fmm_gpu *)calloc(1, sizeof *g);
     if (!g) return FMM_ERR_NOMEM;
+    g->sym_depth = -1;
     int rc = create(s, g);
     if (rc) {
         fmm_gpu_destroy(g);
@@ -639,6 +648,26 @@ static int alloc_tree(fmm_gpu *g, int depth) {
 
 static inline unsigned blocks(long n, int t) { return (unsigned)((n + t - 1) / t); }
 
+static int m2l_level(fmm_gpu *g, int l, cudaStream_t st) {
+    const double *W = g->W + level_offset(l) * g->nc;
+    double *U = g->U + level_offset(l) * g->nc;
+    if (g->sym[l]) return m2l_gpu_symmetric_run(g->sym[l], W, U, st);
+    return m2l_gpu_best(&g->m2l, l, g->periodic, W, U, st);
+}
+
+/* the symmetric M2L plans of levels SYM_LEVEL..depth */
+static int sym_plans(fmm_gpu *g, int depth) {
+    if (g->sym_depth == depth) return FMM_OK;
+    for (int l = 0; l < 11; ++l) {
+        m2l_gpu_symmetric_free(g->sym[l]);
+        g->sym[l] = NULL;
+    }
+    g->sym_depth = -1;
+    for (int l = SYM_LEVEL; l <= depth; ++l) TRY(m2l_gpu_symmetric_plan(&g->m2l, l, g->periodic, &g->sym[l]));
+    g->sym_depth = depth;
+    return FMM_OK;
+}
+
 /* the whole evaluation, queued on s0 (and s1 for the near field); with ev (profiling, not
  * captured) everything goes on s0 and ev[0..FMM_GPU_NSTAGE] mark the stage boundaries */
 #define MARK(k) \
@@ -683,7 +712,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     if (g->periodic) {
         k_lattice<<<1, 256, sizeof(double) * nc, s0>>>(nc, g->lattice, g->bg, g->W, g->U);
         for (int l = 1; l <= D; ++l) {
-            TRY(m2l_gpu_best(&g->m2l, l, 1, g->W + level_offset(l) * nc, g->U + level_offset(l) * nc, s0));
+            TRY(m2l_level(g, l, s0));
             if (fshift)
                 K.images<<<(unsigned)(1L << (3 * l)), 128, 0, s0>>>(g->m2l.cls, g->m2l.sign, g->m2l.vlist, l, g->geom,
                                                                      g->W + level_offset(l) * nc, fshift);
@@ -691,8 +720,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     } else {
         /* levels 0 and 1 have no well-separated boxes */
         CU(cudaMemsetAsync(g->U, 0, sizeof(double) * nc * level_offset(D < 1 ? 1 : 2), s0));
-        for (int l = 2; l <= D; ++l)
-            TRY(m2l_gpu_best(&g->m2l, l, 0, g->W + level_offset(l) * nc, g->U + level_offset(l) * nc, s0));
+        for (int l = 2; l <= D; ++l) TRY(m2l_level(g, l, s0));
     }
     MARK(5);
     for (int l = 0; l < D; ++l)
@@ -743,6 +771,7 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const double *xyz, const doubl
     if (depth < 0 || depth > 10) return FMM_ERR_DEPTH;
     TRY(alloc_particles(g, n));
     TRY(alloc_tree(g, depth));
+    TRY(sym_plans(g, depth));
     const double geom[G_N] = {lo[0], lo[1], lo[2], side, (double)(1L << KEYBITS) / side};
     CU(cudaMemcpyAsync(g->geom, geom, sizeof geom, cudaMemcpyHostToDevice, g->s0));
     CU(cudaMemcpyAsync(g->xyz, xyz, sizeof(double) * 3 * n, cudaMemcpyHostToDevice, g->s0));
