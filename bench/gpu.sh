@@ -41,6 +41,11 @@ if has test; then
     log test
     $B/bin/test_gpu 2>&1 | tee "$OUT/test_gpu.log" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|error|seed|expected|Which is|actual" | head -60
     $B/bin/test_api 2>&1 | tail -3
+    for t in test_bldtt test_fgt test_rbf; do
+        [ -x $B/bin/$t ] || continue
+        echo "-- $t (GPU cases)"
+        $B/bin/$t --gtest_filter='*Gpu*:*GPU*:*Cuda*:*CUDA*' 2>&1 | tee "$OUT/$t.gpu.log" | grep -E "^\[  (PASSED|FAILED) |Failure" | head -20
+    done
 fi
 
 if has sanitizer; then
@@ -76,7 +81,7 @@ if has fmm; then
         done
     fi
     if [ -f $W/build/tile_nx14.xyzq ]; then
-        for p in 4 5 6; do
+        for p in 6 7; do
             run --label spce_1m --in $W/build/tile_nx14.xyzq --tile 5 --periodic --order $p --reps 50
         done
     fi
@@ -84,6 +89,7 @@ if has fmm; then
         run --label uniform_open --uniform $n --tolerance 1e-4 --reps 50 --reference direct
     done
     run --label uniform_open --uniform 10000000 --tolerance 1e-4 --reps 10 --reference sample
+    run --label uniform_open --uniform 10000000 --order 7 --reps 10 --reference sample
 fi
 
 if has m2l; then
