@@ -12,7 +12,8 @@
 #                       etot_mean, etot_rmsd, load average, date, commit
 #   OUTDIR/etot.xvg     time (ps) and total energy (kJ/mol), for the plot (nve_report.py)
 # Environment: GMX (default build-gromacs/install/bin/gmx), NT (OpenMP threads, default 2),
-# EXTRA_MDP (lines appended to the mdp, e.g. "verlet-buffer-tolerance = 1e-4").
+# EXTRA_MDP (lines appended to the mdp, e.g. "verlet-buffer-tolerance = 1e-4"), NSTENERGY (energy
+# interval in steps instead of the mdp's 100), PIN (mdrun -pin, default auto).
 set -euo pipefail
 [ $# -ge 4 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -29,16 +30,19 @@ case $KIND in pme|fmm) ;; *) echo "nve.sh: KIND must be pme or fmm" >&2; exit 2 
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 cd "$OUT"
-GMXDATA=$(gmx --version 2>/dev/null | awk -F': *' '/^Data prefix/ {print $2; exit}')
+GMXDATA=$($GMX --version 2>/dev/null | awk -F': *' '/^Data prefix/ {print $2; exit}')
 export GMXLIB=${GMXDATA:-/usr}/share/gromacs/top
 
 sed "s/^fmm-tolerance .*/fmm-tolerance            = $TOL/" "$REPO/systems/gromacs/mdp/nve_$KIND.mdp" > nve_in.mdp
 [ -n "$NSTEPS" ] && sed -i "s/^nsteps .*/nsteps                   = $NSTEPS/" nve_in.mdp
 [ -n "${EXTRA_MDP:-}" ] && printf '%s\n' "$EXTRA_MDP" >> nve_in.mdp
+if [ -n "${NSTENERGY:-}" ]; then
+    sed -i -e "s/^nstcalcenergy .*/nstcalcenergy            = $NSTENERGY/" -e "s/^nstenergy .*/nstenergy                = $NSTENERGY/" nve_in.mdp
+fi
 $GMX -quiet grompp -f nve_in.mdp -c "$GRO" -p "$TOP" -o nve.tpr -po nve_mdout.mdp > grompp.log 2>&1 \
     || { tail -20 grompp.log >&2; echo "nve.sh: grompp failed" >&2; exit 1; }
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-$GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -s nve.tpr -deffnm nve > mdrun.log 2>&1 \
+$GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -pin "${PIN:-auto}" -s nve.tpr -deffnm nve > mdrun.log 2>&1 \
     || { tail -20 mdrun.log >&2; echo "nve.sh: mdrun failed" >&2; exit 1; }
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 printf 'Total-Energy\nConserved-En.\n\n' | $GMX -quiet energy -f nve.edr -o etot.xvg > energy.log 2>&1 \

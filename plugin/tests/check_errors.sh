@@ -16,7 +16,7 @@ set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 GMX=$(realpath "${1:-$REPO/build-gromacs/install/bin/gmx}")
 S=$REPO/systems/gromacs
-GMXDATA=$(gmx --version 2>/dev/null | awk -F': *' '/^Data prefix/ {print $2; exit}')
+GMXDATA=$($GMX --version 2>/dev/null | awk -F': *' '/^Data prefix/ {print $2; exit}')
 export GMXLIB=${GMXDATA:-/usr}/share/gromacs/top
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
