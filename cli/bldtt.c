@@ -21,7 +21,7 @@ static const char *help =
     "                     multiquadric 1; coulomb has none)\n"
     "  --theta T          MAC parameter, 0 < T < 1 (default 0.7; smaller is more accurate)\n"
     "  --degree N         interpolation degree, 0..16 (default 8; larger is more accurate)\n"
-    "  --leaf N           max particles per leaf (default: cpu 4(N+1)^3 in [256,2000], cuda 2000)\n"
+    "  --leaf N           max particles per leaf (default: cpu 0.7(N+1)^3 in [200,2000], cuda 2000)\n"
     "  --method M         bldtt (dual tree traversal, default) or bltc (treecode, for comparison)\n"
     "  --device cpu|cuda  where the sums run (default cpu)\n"
     "  --threads N        OpenMP threads (default: all)\n"

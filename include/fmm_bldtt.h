@@ -85,7 +85,7 @@ typedef struct bldtt_opts {
     int degree;     /* interpolation degree n, 0..BLDTT_DEGREE_MAX (default 8): (n+1)^3 proxy
                        particles per cluster */
     int leaf_size;  /* max particles per leaf, same for both trees (N0 = M0); 0 = automatic
-                       (CPU: 4 (n+1)^3 clamped to [256, 2000]; CUDA: 2000, the paper's value) */
+                       (CPU: 0.7 (n+1)^3 clamped to [200, 2000]; CUDA: 2000, the paper's value) */
     int method;     /* enum bldtt_method (default BLDTT_METHOD_DTT) */
     int device;     /* enum fmm_device: FMM_DEVICE_CPU (default, OpenMP) or FMM_DEVICE_CUDA
                        (trees and lists on the CPU, everything else on the GPU; double) */
