@@ -394,7 +394,7 @@ __global__ void __launch_bounds__(128) k_m2l_images(const double *__restrict__ c
 /* periodic: U_root = Lambda (W_root - Q b), charge term dropped (the cell is neutralised) */
 __global__ void k_lattice(int nc, const double *__restrict__ lat, const double *__restrict__ bg,
                           const double *__restrict__ W0, double *__restrict__ U0) {
-    extern __shared__ double wn[];
+    __shared__ double wn[hd_ncoef(FMM_GPU_PMAX)];
     const double Q = W0[0];
     for (int j = threadIdx.x; j < nc; j += blockDim.x) wn[j] = j ? W0[j] - Q * bg[j] : 0.0;
     __syncthreads();
@@ -710,7 +710,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     CU(cudaGetLastError());
     MARK(4);
     if (g->periodic) {
-        k_lattice<<<1, 256, sizeof(double) * nc, s0>>>(nc, g->lattice, g->bg, g->W, g->U);
+        k_lattice<<<1, 256, 0, s0>>>(nc, g->lattice, g->bg, g->W, g->U);
         for (int l = 1; l <= D; ++l) {
             TRY(m2l_level(g, l, s0));
             if (fshift)

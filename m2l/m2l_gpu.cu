@@ -77,7 +77,7 @@ extern "C" int m2l_gpu_ops_init(m2l_gpu_ops *g, const m2l_operators *ops, int de
                 rc = FMM_ERR_NOMEM;
                 goto done;
             }
-            for (int o = 0; o < M2L_NOFFSET && !rc; ++o) {
+            for (int o = 0; o < M2L_NOFFSET; ++o) {
                 if (ops->cls[o] < 0) continue;
                 if (m2l_operator_dense(ops, o % 7 - 3, o / 7 % 7 - 3, o / 49 - 3, T)) {
                     free(T);

@@ -134,7 +134,9 @@ TEST(GpuPeriodic, MatchesCpuNeutralAndCharged) {
                     double vn = 0, vd = 0;
                     for (int k = 0; k < 9; ++k)
                         vn += c.virial[k] * c.virial[k], vd += std::pow(d.virial[k] - c.virial[k], 2);
-                    EXPECT_LT(std::sqrt(vd / vn), 1e-12);
+                    // the virial sums terms ~100x larger than itself (F.Y and image-force
+                    // parts that cancel), accumulated in a different order on the GPU
+                    EXPECT_LT(std::sqrt(vd / vn), 1e-10);
                 }
             }
 }
