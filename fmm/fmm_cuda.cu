@@ -25,8 +25,8 @@
 /* From this level down the M2L runs as the symmetric variant (one operator application per
  * symmetry class with Walsh-Hadamard combined sources: 56 instead of 189 per box; 2.5-3x faster
  * than the tiled/tensor kernels on an H100 at p 4..10, depths 4-5, bench/results/m2l_bench.csv);
- * coarser levels have too few boxes for its presorted groups and use the tiled/tensor kernel. */
-#define SYM_LEVEL 3
+ * coarser levels (8^3 boxes and fewer: slower there, 24k water) use the tiled/tensor kernel. */
+#define SYM_LEVEL 4
 #define KEYBITS 20 /* the CPU octree's integer grid (core/octree.c): 2^20 cells per axis */
 enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_N = 96 };
 enum { G_LO = 0, G_SIDE = 3, G_SCALE = 4, G_N = 5 };
