@@ -4,7 +4,9 @@
 # bin/fmm). Writes under "$OUT/bldtt/": machine.txt, table2.csv (uniform cube, Coulomb,
 # theta 0.7, n 8: N = 1e5 .. 1e7, and 1e8 if the GPU has the memory), ladder.csv (theta, n at
 # N = 1e6), bltc.csv, kernels.csv, and test_bldtt_gpu.txt (GPU vs CPU test, if built).
-# About 3 minutes on one H100. BUILD=dir overrides build-gpu.
+# About 3 minutes on one H100. BUILD=dir overrides build-gpu. The comparison plot against the
+# paper: python3 bench/bldtt/plot.py gpu "$OUT/bldtt" (needs matplotlib; writes
+# bench/results/bldtt_gpu_table2.png).
 set -u
 B=${BUILD:-build-gpu}
 O="${OUT:-/tmp}/bldtt"
