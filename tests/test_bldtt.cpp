@@ -13,6 +13,7 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <initializer_list>
 #include <vector>
 
 #include "fmm_bldtt.h"
@@ -167,10 +168,9 @@ TEST(BldttDirect, MatchesPlainLoop) {
 // The oscillatory kernel sin(p r)/r is interpolated only on clusters with p r <= n (its
 // MAC, docs/bldtt.md), else the large far clusters of the Plummer and Gaussian sets would be
 // many wavelengths wide.
-TEST(Bldtt, EveryKernelEveryDistribution) {
-    uint64_t seed = test_seed(2);
+static void every_distribution(std::initializer_list<int> kernels, uint64_t seed) {
     const Dist dists[] = {UNIFORM, PLUMMER, GAUSSIAN, SPHERE};
-    for (int k = 0; k < BLDTT_NKERNELS; ++k)
+    for (int k : kernels)
         for (Dist d : dists) {
             long n = k == BLDTT_YUKAWA ? 3000 : 6000; // scalar exp
             if (k == BLDTT_SINC && d == GAUSSIAN) n = 10000; // else no cluster is both small
@@ -186,11 +186,24 @@ TEST(Bldtt, EveryKernelEveryDistribution) {
             // theta 0.7, n 4: the paper's Fig. 4 places this near 1e-5 (uniform) and a few
             // times worse for non-uniform sets. The oscillatory kernel at n 6 measured 2e-6
             // (uniform, sphere) to 2.4e-4 (Gaussian): its error grows with p r of the far clusters
-            double tol = k == BLDTT_SINC ? 1e-3 : 1e-4;
+            // The multiquadric grows with r and the charges are neutral, so phi is a small
+            // difference of large terms (Plummer outliers at r ~ 100): its relative error
+            // measured 1e-5..2e-4 over random Plummer sets
+            double tol = k == BLDTT_SINC ? 1e-3 : k == BLDTT_MULTIQUADRIC ? 5e-4 : 1e-4;
             EXPECT_LT(e, tol) << bldtt_kernel_name(k) << " " << dist_name(d);
             EXPECT_LT(eg, 3 * tol) << bldtt_kernel_name(k) << " " << dist_name(d);
             EXPECT_GT(r.info.pairs[1] + r.info.pairs[2] + r.info.pairs[3], 0) << "no approximation used";
         }
+}
+
+TEST(Bldtt, EveryKernelEveryDistribution) {
+    every_distribution({BLDTT_COULOMB, BLDTT_REGULARIZED, BLDTT_MULTIQUADRIC}, test_seed(2));
+}
+
+// Yukawa and sinc: scalar exp/sin make these (and their direct sums) ~5x slower; labelled slow
+// (skipped only by the sanitizer pass).
+TEST(Bldtt, ScalarKernelsEveryDistributionSlow) {
+    every_distribution({BLDTT_YUKAWA, BLDTT_SINC}, test_seed(12));
 }
 
 // The (theta, n) ladder: from about 1 digit to 10, Coulomb on uniform and Plummer sets. The
