@@ -293,7 +293,10 @@ TEST(Bldtt, UnequalTargetsAndSources) {
             double e = rel_err(r.phi, ref.phi), eg = rel_err(r.grad, ref.grad);
             std::cout << bldtt_kernel_name(k) << " M " << t.size() / 3 << " N " << s.n() << " err " << e
                       << " grad " << eg << std::endl;
-            EXPECT_LT(e, 1e-5);
+            // multiquadric: neutral Plummer sources make phi a small difference of large
+            // growing terms, 5x the bound as in EveryKernelEveryDistribution
+            double f = k == BLDTT_MULTIQUADRIC ? 5 : 1;
+            EXPECT_LT(e, 1e-5 * f);
             EXPECT_LT(eg, 1e-4);
             for (double v : r.phi) ASSERT_TRUE(std::isfinite(v));
         }
