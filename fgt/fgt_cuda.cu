@@ -112,13 +112,14 @@ __device__ void box_centre(const Dev &d, int64_t key, double c[3]) {
 // Moments: out[(a0*st1 + a1)*st2 + a2] (+)= sum_j q_j prod f_a(u_j - c), orders pe, for the
 // points [s0, s1). kind 0: f_n = x^n/n!, kind 1: f_n = h_n(x)/n!. Whole block; atomic or not.
 constexpr int TILE = 32;
+constexpr int TS = TILE + 1; // padded stride of the factor rows: no shared-memory bank conflicts
 
 __device__ void block_moments(int kind, const Dev &d, long s0, long s1, const double c[3], const int pe[3],
-                              double *out, bool atomic, double *sh /* 3*FGT_PMAX*TILE + TILE */) {
+                              double *out, bool atomic, double *sh /* 3*FGT_PMAX*TS + TILE */) {
     const int p0 = pe[0], p1 = pe[1], p2 = pe[2];
     const long nc = (long)p0 * p1 * p2;
     const int st1 = d.pe[1], st2 = d.pe[2];
-    double *f = sh, *qs = sh + 3 * FGT_PMAX * TILE;
+    double *f = sh, *qs = sh + 3 * FGT_PMAX * TS;
     const double *u[3] = {d.su0, d.su1, d.su2};
     for (long c0 = 0; c0 < nc; c0 += blockDim.x) {
         long ci = c0 + threadIdx.x;
@@ -137,20 +138,20 @@ __device__ void block_moments(int kind, const Dev &d, long s0, long s1, const do
                 long j = j0 + jj;
                 int pa = pe[a];
                 double x = j < s1 ? u[a][j] - c[a] : 0.0;
-                double *fa = f + (a * FGT_PMAX) * TILE + jj;
+                double *fa = f + (a * FGT_PMAX) * TS + jj;
                 if (kind == 0) {
                     double v = 1;
                     for (int n = 0; n < pa; ++n) {
-                        fa[n * TILE] = v;
+                        fa[n * TS] = v;
                         v *= x / (n + 1); // factorial on the fly
                     }
                 } else {
                     double g0 = exp(-x * x), g1 = 2 * x * g0;
                     fa[0] = g0;
-                    if (pa > 1) fa[TILE] = g1;
+                    if (pa > 1) fa[TS] = g1;
                     for (int n = 1; n + 1 < pa; ++n) {
                         double g2 = (2 * x * g1 - 2 * g0) / (n + 1);
-                        fa[(n + 1) * TILE] = g2;
+                        fa[(n + 1) * TS] = g2;
                         g0 = g1, g1 = g2;
                     }
                 }
@@ -161,8 +162,8 @@ __device__ void block_moments(int kind, const Dev &d, long s0, long s1, const do
             }
             __syncthreads();
             if (ci < nc) {
-                const double *fa = f + i0 * TILE, *fb = f + (FGT_PMAX + i1) * TILE,
-                             *fc = f + (2 * FGT_PMAX + i2) * TILE;
+                const double *fa = f + i0 * TS, *fb = f + (FGT_PMAX + i1) * TS,
+                             *fc = f + (2 * FGT_PMAX + i2) * TS;
                 int m = s1 - j0 < TILE ? (int)(s1 - j0) : TILE;
                 for (int jj = 0; jj < m; ++jj) acc += qs[jj] * fa[jj] * fb[jj] * fc[jj];
             }
@@ -176,7 +177,7 @@ __device__ void block_moments(int kind, const Dev &d, long s0, long s1, const do
 }
 
 __global__ void k_hermite_moments(Dev d, const Job *jobs) {
-    __shared__ double sh[3 * FGT_PMAX * TILE + TILE];
+    __shared__ double sh[3 * FGT_PMAX * TS + TILE];
     const Job j = jobs[blockIdx.x];
     double c[3];
     box_centre(d, d.skey[j.box], c);
@@ -214,7 +215,7 @@ __device__ void block_h2t(const Dev &d, const double *A, double *B, const double
 }
 
 __global__ void k_taylor_build(Dev d) {
-    __shared__ double sh[3 * FGT_PMAX * TILE + TILE];
+    __shared__ double sh[3 * FGT_PMAX * TS + TILE];
     double *T1 = d.scratch + (size_t)blockIdx.x * 2 * d.ncoef, *T2 = T1 + d.ncoef;
     for (long tb = blockIdx.x; tb < d.ntb; tb += gridDim.x) {
         double *B = d.B + tb * d.ncoef;
