@@ -3,6 +3,7 @@
 #include "fmm.h"
 
 #include <cuda_runtime_api.h>
+#include <math.h>
 
 #define TILE 256
 
@@ -37,6 +38,9 @@ __global__ void __launch_bounds__(TILE) k_direct(long n, const double *__restric
 extern "C" int fmm_direct_cuda(long n, const double *xyz, const double *q, double *phi, double *field, double *ms) {
     if (n < 1) return FMM_ERR_NPTS;
     if (!xyz || !q) return FMM_ERR_ARG;
+    for (long i = 0; i < n; ++i)
+        if (!isfinite(q[i]) || !isfinite(xyz[3 * i]) || !isfinite(xyz[3 * i + 1]) || !isfinite(xyz[3 * i + 2]))
+            return FMM_ERR_NONFINITE;
     if (fmm_cuda_device_count() < 1) return FMM_ERR_DEVICE;
     double *d = NULL;
     cudaEvent_t t0 = NULL, t1 = NULL;

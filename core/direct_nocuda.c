@@ -2,8 +2,16 @@
 #include "fmm.h"
 
 #ifndef FMM_HAVE_CUDA
+#include <math.h>
+
+/* the same argument checks as the CUDA version, then the missing device */
 int fmm_direct_cuda(long n, const double *xyz, const double *q, double *phi, double *field, double *ms) {
-    (void)n, (void)xyz, (void)q, (void)phi, (void)field, (void)ms;
+    (void)phi, (void)field, (void)ms;
+    if (n < 1) return FMM_ERR_NPTS;
+    if (!xyz || !q) return FMM_ERR_ARG;
+    for (long i = 0; i < n; ++i)
+        if (!isfinite(q[i]) || !isfinite(xyz[3 * i]) || !isfinite(xyz[3 * i + 1]) || !isfinite(xyz[3 * i + 2]))
+            return FMM_ERR_NONFINITE;
     return FMM_ERR_DEVICE;
 }
 #else

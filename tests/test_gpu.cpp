@@ -236,3 +236,23 @@ TEST(GpuPlan, WithoutADeviceSaysSo) {
     EXPECT_EQ(fmm_makeplan(&o, nullptr, &p), FMM_ERR_DEVICE);
     EXPECT_EQ(p, nullptr);
 }
+
+TEST(GpuDirect, RejectsBadInputAndMatchesTheCpuDirectSum) {
+    std::vector<double> xyz = {0, 0, 0, 1, 0, 0, 0, 1, 0}, q = {1, -1, 0.5};
+    double phi[3], field[9];
+    EXPECT_EQ(fmm_direct_cuda(0, xyz.data(), q.data(), phi, field, nullptr), FMM_ERR_NPTS);
+    EXPECT_EQ(fmm_direct_cuda(3, nullptr, q.data(), phi, field, nullptr), FMM_ERR_ARG);
+    q[1] = NAN;
+    EXPECT_EQ(fmm_direct_cuda(3, xyz.data(), q.data(), phi, field, nullptr), FMM_ERR_NONFINITE);
+    q[1] = -1, xyz[4] = INFINITY;
+    EXPECT_EQ(fmm_direct_cuda(3, xyz.data(), q.data(), phi, field, nullptr), FMM_ERR_NONFINITE);
+    xyz[4] = 0;
+    SKIP_WITHOUT_GPU();
+    std::mt19937_64 g(test_seed());
+    random_set(g, 3000, 1.0, 0.0, xyz, q);
+    std::vector<double> p1(3000), f1(9000), p2(3000, NAN), f2(9000, NAN);
+    ASSERT_EQ(fmm_direct(3000, xyz.data(), q.data(), p1.data(), f1.data(), nullptr, nullptr, 0), FMM_OK);
+    ASSERT_EQ(fmm_direct_cuda(3000, xyz.data(), q.data(), p2.data(), f2.data(), nullptr), FMM_OK);
+    EXPECT_LT(rel(p2, p1), 1e-13);
+    EXPECT_LT(rel(f2, f1), 1e-13);
+}
