@@ -1,12 +1,15 @@
 #include "core/harmonics.h"
 
+#include "fmm.h"
+
 #include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TRI(l, m) ((l) * ((l) + 1) / 2 + (m))
-#define HARM_PMAX 104 /* internal limit of the stack tables: lattice sums reach order 2*30 + 40 */
+/* internal limit of the stack tables: the lattice sums reach order 2 p + 40 (pbc/lattice.c) */
+#define HARM_PMAX (2 * FMM_ORDER_MAX + 44)
 #define TRI_MAX (HARM_PMAX + 2) * (HARM_PMAX + 3) / 2
 
 /* Regular harmonics R_lm(v), m >= 0, triangle storage, split real/imaginary parts. */
@@ -94,7 +97,7 @@ void harm_irregular_full(int p, const double v[3], double *fre, double *fim) {
 /* Particle-side operators, 8 particles per step (GCC vector extensions: AVX-512 where the
  * build has it, narrower vectors otherwise). */
 typedef double v8d __attribute__((vector_size(64)));
-#define PART_PMAX 32 /* particle operators: orders up to FMM_ORDER_MAX + 1 */
+#define PART_PMAX (FMM_ORDER_MAX + 2) /* particle operators: orders up to FMM_ORDER_MAX + 1 */
 #define PART_TRI ((PART_PMAX + 1) * (PART_PMAX + 2) / 2)
 
 static void regular_tri_v(int p, v8d x, v8d y, v8d z, v8d *re, v8d *im) {
@@ -369,7 +372,8 @@ static double complex m2l_coef(int l, int m, int j, int k, const void *ctx) {
     return (j & 1 ? -1.0 : 1.0) * table_at(ctx, l + j, m + k);
 }
 
-#define FULL_MAX ((HARM_PMAX + 1) * (HARM_PMAX + 1))
+/* the translation matrices read harmonics up to order 2 p */
+#define FULL_MAX ((2 * FMM_ORDER_MAX + 1) * (2 * FMM_ORDER_MAX + 1))
 
 /* The shift s (child centre - parent centre, in parent box units) is the argument a - a'
  * of the M2M and r' - r of the L2L. */

@@ -16,11 +16,15 @@
 #ifndef FMM_CORE_HARMONICS_H
 #define FMM_CORE_HARMONICS_H
 
+#include "fmm.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 static inline int harm_ncoef(int p) { return (p + 1) * (p + 1); }
+/* coefficients of one expansion at the highest order, padded to 8: bound of stack buffers */
+#define HARM_NPAD_MAX (((FMM_ORDER_MAX + 1) * (FMM_ORDER_MAX + 1) + 7) / 8 * 8)
 /* real-layout position of Re X_lm (m >= 0) and of Im X_lm (m >= 1) */
 static inline int harm_re(int l, int m) { return l * l + (m == 0 ? 0 : 2 * m - 1); }
 static inline int harm_im(int l, int m) { return l * l + 2 * m; }

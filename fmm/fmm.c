@@ -393,7 +393,7 @@ static int interactions(fmm_plan *P) {
 #pragma omp parallel for schedule(dynamic, 16) reduction(+ : fs[:81])
     for (int b = 0; b < t->nbox; ++b) {
         const oct_box *B = &t->box[b];
-        double tmp[1024];
+        double tmp[HARM_NPAD_MAX];
         for (long e = t->X.start[b]; e < t->X.start[b + 1]; ++e) {
             const oct_box *C = &t->box[t->X.box[e]];
             double s[3], c[3], h = box_side(t, B->level);
@@ -519,14 +519,17 @@ static void periodic_corrections(fmm_plan *P) {
     }
 }
 
-/* Periodic virial (tin-foil, neutral; recipe 5, lattice-sum form):
+/* Periodic virial of a neutral cell (recipe 5, lattice-sum form):
  *   W = sym[sum_i F_i (x) Y_i - 1/2 sum_n F_(0<-n) (x) nL] + W_lat,
  * F_(0<-n) the total force of image n (|n|_inf <= 1) on the cell, gathered through the tree;
  * W_lat = -1/(2L) Re sum_LM V_LM C_LM - (2 pi / 3V)|D|^2 I with C_LM = sum (-1)^j w_lm w_jk
  * over (lm) + (jk) = (LM) of the scaled root multipole, V the strain derivatives of the
- * lattice sums. */
-static void periodic_virial(int p, double L, const double *w, const double *vtab, const double FY[9],
-                            const double fshift[81], const double D[3], double *Wout) {
+ * lattice sums. Vacuum boundary: U_vac = U_tf + (2 pi / 3V)|D|^2 with D -> (I + e)D and
+ * V -> V(1 + tr e) under strain, so W_vac = W_tf - (2 pi / 3V)(2 D D^T - |D|^2 I); the vacuum
+ * forces F_tf - (4 pi / 3V) q D already carry the D D^T part through sum F (x) Y, which leaves
+ * W_lat without its |D|^2 term. */
+static void periodic_virial(int p, double L, int tinfoil, const double *w, const double *vtab,
+                            const double FY[9], const double fshift[81], const double D[3], double *Wout) {
     const double V = L * L * L, pi = 3.14159265358979323846;
     const int n2 = harm_ncoef(2 * p);
     double W[9];
@@ -538,7 +541,7 @@ static void periodic_virial(int p, double L, const double *w, const double *vtab
             for (int b = 0; b < 3; ++b) W[3 * a + b] -= 0.5 * fshift[3 * code + a] * s[b] * L;
     }
     /* C_LM from the full complex root multipole (charge term 0: neutral cell) */
-    double wr[31 * 31], wi[31 * 31];
+    double wr[HARM_NPAD_MAX], wi[HARM_NPAD_MAX];
     for (int l = 0; l <= p; ++l)
         for (int m = 0; m <= l; ++m) {
             double re = l ? w[harm_re(l, m)] : 0.0, im = m ? w[harm_im(l, m)] : 0.0, sg = m & 1 ? -1 : 1;
@@ -565,7 +568,7 @@ static void periodic_virial(int p, double L, const double *w, const double *vtab
         }
         free(cr);
     }
-    const double dd = 2 * pi / (3 * V) * (D[0] * D[0] + D[1] * D[1] + D[2] * D[2]);
+    const double dd = tinfoil ? 2 * pi / (3 * V) * (D[0] * D[0] + D[1] * D[1] + D[2] * D[2]) : 0.0;
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b)
             Wout[3 * a + b] = 0.5 * (W[3 * a + b] + W[3 * b + a]) - (a == b ? dd : 0.0);
@@ -584,7 +587,8 @@ static void periodic_virial_cpu(const fmm_plan *P, double *Wout) {
             for (int b = 0; b < 3; ++b) FY[3 * a + b] += F[a] * Y[b];
         }
     }
-    periodic_virial(P->p, t->side, P->W, P->vtab, FY, P->fshift, D, Wout);
+    periodic_virial(P->p, t->side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, P->W, P->vtab, FY, P->fshift, D,
+                    Wout);
 }
 
 int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy,
@@ -601,9 +605,9 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     const int charged = fabs(Q) > 1e-12 * Qabs;
     /* vacuum (dipole) boundary diverges for a charged cell */
     if (P->opts.periodic && P->opts.boundary == FMM_BOUNDARY_VACUUM && charged) return FMM_ERR_BOUNDARY;
-    /* the periodic virial is derived (and verified) for neutral cells with tin-foil only */
+    /* the periodic virial is derived (and verified) for neutral cells only */
     P->virial = virial && P->opts.periodic;
-    if (P->virial && (charged || P->opts.boundary != FMM_BOUNDARY_TINFOIL)) return FMM_ERR_UNSUPPORTED;
+    if (P->virial && charged) return FMM_ERR_UNSUPPORTED;
     if (P->virial && !P->vtab) {
         int n2 = harm_ncoef(2 * P->p);
         P->vtab = malloc(sizeof(double) * 18 * (size_t)n2);
@@ -620,7 +624,8 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
         vp.wroot = malloc(sizeof(double) * P->ncoef);
         if (!vp.wroot) return FMM_ERR_NOMEM;
         int rc = fmm_gpu_execute(P->gpu, q, phi, field, energy, NULL, &vp);
-        if (rc == FMM_OK) periodic_virial(P->p, P->gpu_side, vp.wroot, P->vtab, vp.fy, vp.fshift, vp.dip, virial);
+        if (rc == FMM_OK) periodic_virial(P->p, P->gpu_side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, vp.wroot, P->vtab,
+                            vp.fy, vp.fshift, vp.dip, virial);
         free(vp.wroot);
         return rc;
     }

@@ -84,7 +84,7 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
                             long e = e0 + j;
                             int code = v_shift(t, level, tgt[e], src[e], off[e]);
                             if (code == OCT_NOSHIFT) continue;
-                            double u[1024], F[3];
+                            double u[HARM_NPAD_MAX], F[3];
                             const double *sg = ops->sign + flg[e] * np;
                             for (int k = 0; k < ops->ncoef; ++k) u[k] = sg[k] * C[(size_t)k * PANEL_NB + j];
                             harm_local_force(ops->p, h, u, 1, W + (size_t)tgt[e] * np, F);

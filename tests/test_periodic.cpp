@@ -215,23 +215,48 @@ TEST(PeriodicEwald, VirialNeutralTinfoil) {
     }
 }
 
-// Vacuum (cubic growth) and tin-foil differ by 2 pi |D|^2 / (3V) for a neutral cell.
+// Vacuum (cubic growth) and tin-foil differ by 2 pi |D|^2 / (3V) for a neutral cell, and
+// the virial by the strain derivative of that term, -(2 pi / 3V)(2 D D^T - |D|^2 I) (D -> (I+e)D,
+// V -> V(1 + tr e)): the FMM's vacuum virial against Ewald's tin-foil virial plus that term.
 TEST(PeriodicEwald, VacuumBoundaryDipoleTerm) {
     std::mt19937_64 g(test_seed());
     std::vector<double> xyz, q;
-    random_set(g, 400, 1.0, 0.0, xyz, q);
+    const double L = 1.3;
+    random_set(g, 400, L, 0.0, xyz, q);
     fmm_opts o;
     fmm_default_opts(&o);
     o.order = 16;
     Result tf, vac;
-    ASSERT_EQ(run_fmm(xyz, q, 1.0, o, tf), FMM_OK);
+    ASSERT_EQ(run_fmm(xyz, q, L, o, tf), FMM_OK);
     o.boundary = FMM_BOUNDARY_VACUUM;
-    ASSERT_EQ(run_fmm(xyz, q, 1.0, o, vac), FMM_OK);
+    ASSERT_EQ(run_fmm(xyz, q, L, o, vac), FMM_OK);
     double D[3] = {0, 0, 0};
     for (size_t i = 0; i < q.size(); ++i)
-        for (int d = 0; d < 3; ++d) D[d] += q[i] * (xyz[3 * i + d] - 0.5);
-    double pred = 2 * M_PI / 3 * (D[0] * D[0] + D[1] * D[1] + D[2] * D[2]);
+        for (int d = 0; d < 3; ++d) D[d] += q[i] * (xyz[3 * i + d] - 0.5 * L);
+    const double V = L * L * L, DD = D[0] * D[0] + D[1] * D[1] + D[2] * D[2];
+    double pred = 2 * M_PI / (3 * V) * DD;
     EXPECT_NEAR(vac.energy - tf.energy, pred, 1e-6 * std::fabs(pred));
+
+    double Wvac[9], Wref[9], U;
+    const double box[3] = {L, L, L};
+    o.periodic = 1;
+    fmm_plan *p = nullptr;
+    ASSERT_EQ(fmm_makeplan(&o, box, &p), FMM_OK);
+    ASSERT_EQ(fmm_setpts(p, (long)q.size(), xyz.data()), FMM_OK);
+    ASSERT_EQ(fmm_execute(p, q.data(), nullptr, nullptr, &U, Wvac), FMM_OK);
+    fmm_destroy(p);
+    ASSERT_EQ(fmm_ewald((long)q.size(), xyz.data(), q.data(), box, 1e-12, nullptr, nullptr, nullptr, Wref, 0),
+              FMM_OK);
+    double e2 = 0, r2 = 0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double ref = Wref[3 * a + b] - 2 * M_PI / (3 * V) * (2 * D[a] * D[b] - (a == b) * DD);
+            e2 += (Wvac[3 * a + b] - ref) * (Wvac[3 * a + b] - ref), r2 += ref * ref;
+        }
+    std::cout << "vacuum virial: Frobenius relative error " << std::sqrt(e2 / r2) << "\n";
+    EXPECT_LT(std::sqrt(e2 / r2), 10 * std::pow(0.5, o.order));  // as for tin-foil
+    EXPECT_DOUBLE_EQ(Wvac[1], Wvac[3]);
+    EXPECT_NEAR(Wvac[0] + Wvac[4] + Wvac[8], U, 10 * std::pow(0.5, o.order) * std::sqrt(r2)) << "tr W = U for 1/r";
 }
 
 TEST(PeriodicInput, RejectedClearly) {
