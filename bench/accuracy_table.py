@@ -16,7 +16,7 @@ import csv
 import math
 import sys
 
-PMAX = 50
+PMAX = 50  # FMM_ORDER_MAX (include/fmm.h)
 
 
 def table(rows, boundary):
@@ -54,7 +54,7 @@ def main():
     for boundary in ("open", "periodic"):
         err, swept = table(rows, boundary)
         print(f"/* {boundary}: swept orders {ranges(swept)}, the others interpolated */")
-        print(f"static const double err_{boundary}[{PMAX}] = {{")
+        print(f"static const double err_{boundary}[] = {{")
         for i in range(0, PMAX, 6):
             print("    " + ", ".join(f"{e:.2e}" for e in err[i:i + 6]) + ("," if i + 6 < PMAX else "};"))
 

@@ -63,9 +63,9 @@ enum fmm_device { FMM_DEVICE_CPU = 0, FMM_DEVICE_CUDA = 1 };
 enum fmm_boundary { FMM_BOUNDARY_TINFOIL = 0, FMM_BOUNDARY_VACUUM = 1 };
 
 typedef struct fmm_opts {
-    double tolerance; /* target relative L2 error of the potential (default 1e-6); guaranteed
-                         down to ~2.5e-10 open and ~3e-8 periodic: below that the order is
-                         capped at 30 and the error stays near 3e-11..6e-11 (open) */
+    double tolerance; /* target relative L2 error of the potential (default 1e-6), met over
+                         the whole range [FMM_TOL_MIN, FMM_TOL_MAX], open and periodic (1e-12
+                         takes order 44 open, 50 periodic) */
     int order;        /* expansion order p; 0 = chosen from tolerance */
     int depth;        /* -1 = adaptive tree (default); D >= 0 forces a uniform tree of depth D */
     int leaf_size;    /* adaptive tree: max particles per leaf; 0 = chosen from the order */
@@ -74,7 +74,7 @@ typedef struct fmm_opts {
     int boundary;     /* periodic only: enum fmm_boundary */
     int device;       /* enum fmm_device. CUDA: a uniform tree (depth from n unless given),
                          order <= 20 (FMM_ERR_TOLERANCE for a tolerance that needs more: below
-                         about 1e-7 open, 1e-6 periodic), the periodic virial not yet there */
+                         about 3e-8 open, 2e-7 periodic) */
 } fmm_opts;
 
 /* What the plan chose, after fmm_setpts. */

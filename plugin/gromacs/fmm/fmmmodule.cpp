@@ -226,11 +226,6 @@ public:
                                  "the Coulomb-14 pairs that GROMACS computes use %g",
                                  p_.epsilonR_, ir.epsilon_r, p_.epsilonR_, ir.epsilon_r));
         }
-        if (p_.boundary_ == FmmBoundary::Vacuum && ir.epc != PressureCoupling::No)
-        {
-            GMX_THROW(InconsistentInputError(
-                    "fmm-boundary = vacuum has no virial in the FMM library: no pressure coupling"));
-        }
         haveFreeEnergy_ = (ir.efep != FreeEnergyPerturbationType::No);
     }
 
