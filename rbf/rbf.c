@@ -326,8 +326,8 @@ int rbf_plan_apply(fmm_rbf_plan *p, const double *w, long m, const double *tx, c
 #ifdef FMM_HAVE_CUDA
     if (p->gpu) return rbf_cuda_matvec(p->gpu, p->c2, w, tx ? m : p->n, tx, ty, tz, out);
 #endif
-    if (!tx) rbf_direct_cpu(p->n, p->x, p->y, p->z, w, p->c2, p->n, p->x, p->y, p->z, out, p->threads);
-    else rbf_direct_cpu(p->n, p->x, p->y, p->z, w, p->c2, m, tx, ty, tz, out, p->threads);
+    if (!tx) return rbf_direct_self_cpu(p->n, p->x, p->y, p->z, w, p->c2, out, p->threads);
+    rbf_direct_cpu(p->n, p->x, p->y, p->z, w, p->c2, m, tx, ty, tz, out, p->threads);
     return 0;
 }
 

@@ -13,6 +13,9 @@ extern "C" {
 void rbf_direct_cpu(long ns, const double *sx, const double *sy, const double *sz,
                     const double *w, double c2, long m, const double *tx, const double *ty,
                     const double *tz, double *out, int threads);
+/* the same at the centres themselves (Phi w, symmetric: each pair once); FMM_ERR_NOMEM */
+int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *z,
+                        const double *w, double c2, double *out, int threads);
 
 /* ---- multiquadric far-field series on a k-d cluster tree (rbf/series.c) ---- */
 typedef struct rbf_series rbf_series;
