@@ -1,19 +1,14 @@
 /* Direct multiquadric sums on the CPU: out_i = sum_j w_j sqrt(|t_i - s_j|^2 + c^2).
- * With AVX-512: sqrt(a) = g (1 - e)^(-1/2), g = a y0, e = 1 - a y0^2, y0 = vrsqrt14pd(a); since
- * |e| <= 2^-13, the series to e^3 leaves 0.27 e^4 < 2^-53 (about 1 ulp overall, a >= c^2 > 0),
- * one dependent chain of 5 FMAs instead of two Newton steps. The mat-vec at the centres uses the
- * symmetry of Phi: each pair is evaluated once and feeds both ends (blocks of 8 centres against
- * 8 by lane rotation), half the square roots of the target form. Otherwise plain C that the
- * compiler vectorises. */
+ * With AVX-512 (square roots: rbf/mq_sqrt.h), two targets per pass over a source tile; the
+ * mat-vec at the centres uses the symmetry of Phi: each pair is evaluated once and feeds both
+ * ends (blocks of 8 centres against 8 by lane rotation), half the square roots of the target
+ * form. Otherwise plain C that the compiler vectorises. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
+#include "rbf/mq_sqrt.h"
 #include "rbf/rbf_internal.h"
 
 #define RBF_TILE 4096
@@ -22,18 +17,10 @@
 #define RBF_SYM_TILE 256
 
 #if defined(__AVX512F__)
-static inline __m512d mq_sqrt(__m512d a) {
-    __m512d y = _mm512_rsqrt14_pd(a), g = _mm512_mul_pd(a, y);
-    __m512d e = _mm512_fnmadd_pd(g, y, _mm512_set1_pd(1.0));
-    __m512d t = _mm512_fmadd_pd(e, _mm512_set1_pd(5.0 / 16), _mm512_set1_pd(3.0 / 8));
-    t = _mm512_fmadd_pd(e, t, _mm512_set1_pd(0.5));
-    return _mm512_fmadd_pd(g, _mm512_mul_pd(t, e), g);
-}
-
 static inline __m512d mq_pair(__m512d xi, __m512d yi, __m512d zi, __m512d xj, __m512d yj,
                               __m512d zj, __m512d cc) {
     __m512d dx = _mm512_sub_pd(xi, xj), dy = _mm512_sub_pd(yi, yj), dz = _mm512_sub_pd(zi, zj);
-    return mq_sqrt(_mm512_fmadd_pd(dx, dx, _mm512_fmadd_pd(dy, dy, _mm512_fmadd_pd(dz, dz, cc))));
+    return rbf_mq_sqrt(_mm512_fmadd_pd(dx, dx, _mm512_fmadd_pd(dy, dy, _mm512_fmadd_pd(dz, dz, cc))));
 }
 
 /* targets i and i2 (i2 may equal i: then the second result is ignored) against [j0, j1) */

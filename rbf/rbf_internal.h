@@ -17,6 +17,17 @@ void rbf_direct_cpu(long ns, const double *sx, const double *sy, const double *s
 int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *z,
                         const double *w, double c2, double *out, int threads);
 
+/* ---- local cardinal functions of the L-sets (rbf/local.c), RBF_LANES sets at once ---- */
+#define RBF_LANES 8
+/* doubles of workspace (64-byte aligned) for rbf_local_solve with sets of up to q points */
+long rbf_local_work(int q);
+/* Set v (lane v) has cnt[v] points, 2 <= cnt[v] <= q, point i at px/py/pz[i * RBF_LANES + v],
+ * point 0 its centre; entries past cnt[v] are ignored. zeta[i * RBF_LANES + v] (i < cnt[v])
+ * receives the normalised coefficients (digest A.2 step 5, zeta / sqrt(-zeta^T Phi zeta)).
+ * Arrays 64-byte aligned. Returns the bit mask of degenerate sets (their zeta is 0). */
+int rbf_local_solve(int q, const int *cnt, const double *px, const double *py, const double *pz,
+                    double c2, double *work, double *zeta);
+
 /* ---- multiquadric far-field series on a k-d cluster tree (rbf/series.c) ---- */
 typedef struct rbf_series rbf_series;
 /* sources in caller's order (interleaved); tol: relative accuracy of each far-field term */
