@@ -12,13 +12,15 @@
 
 /* below this many centres the CPU plan uses the direct sum whatever the tolerance */
 #define RBF_AUTO_SERIES_MIN 200000
+/* from this many centres the automatic L-set size is 80 with the direct CPU mat-vec, else 50 */
+#define RBF_AUTO_Q80_MIN 10000
 
 void fmm_rbf_default_opts(fmm_rbf_opts *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
     o->shape = 1.0;
     o->tolerance = 1e-8;
-    o->lset_size = 30;
+    o->lset_size = 0;
     o->max_iter = 500;
     o->matvec = FMM_RBF_MATVEC_AUTO;
     o->series_tol = 0;
@@ -30,7 +32,7 @@ void fmm_rbf_default_opts(fmm_rbf_opts *o) {
 static int check_opts(const fmm_rbf_opts *o) {
     if (!(isfinite(o->shape) && o->shape > 0)) return FMM_ERR_PARAM;
     if (!(o->tolerance >= FMM_RBF_TOL_MIN && o->tolerance <= FMM_RBF_TOL_MAX)) return FMM_ERR_TOLERANCE;
-    if (o->lset_size < FMM_RBF_Q_MIN || o->lset_size > FMM_RBF_Q_MAX) return FMM_ERR_PARAM;
+    if (o->lset_size != 0 && (o->lset_size < FMM_RBF_Q_MIN || o->lset_size > FMM_RBF_Q_MAX)) return FMM_ERR_PARAM;
     if (o->max_iter < 1) return FMM_ERR_PARAM;
     if (o->matvec < FMM_RBF_MATVEC_AUTO || o->matvec > FMM_RBF_MATVEC_BLDTT) return FMM_ERR_PARAM;
     if (!(o->series_tol == 0 || (o->series_tol > 0 && o->series_tol <= 1e-2))) return FMM_ERR_PARAM;
@@ -165,7 +167,17 @@ int fmm_rbf_setpts(fmm_rbf_plan *p, long n, const double *xyz) {
     tmp.x = tmp.y = tmp.z = NULL, tmp.perm = NULL, tmp.lcnt = NULL, tmp.lidx = NULL;
     tmp.lzeta = NULL, tmp.ser = NULL, tmp.gpu = NULL, tmp.bl = NULL;
     tmp.n = n;
+    int mv = p->o.matvec;
+    if (mv == FMM_RBF_MATVEC_AUTO)
+        mv = (p->o.device == FMM_DEVICE_CPU && n >= RBF_AUTO_SERIES_MIN && p->o.tolerance >= 1e-5)
+                 ? FMM_RBF_MATVEC_SERIES
+                 : FMM_RBF_MATVEC_DIRECT;
+    tmp.matvec = mv;
+    /* Automatic q: larger L-sets cost O(n q^3) once and save iterations (n = 20000, tolerance
+       1e-12: 38, 22, 19, 16, 14 iterations at q = 30, 50, 64, 80, 100; docs/rbf.md), which pays
+       where the O(n^2) CPU mat-vec dominates */
     int q = p->o.lset_size;
+    if (q == 0) q = (mv == FMM_RBF_MATVEC_DIRECT && p->o.device == FMM_DEVICE_CPU && n >= RBF_AUTO_Q80_MIN) ? 80 : 50;
     tmp.q = q;
     long ns = n - 1;
     tmp.x = malloc(sizeof(double) * n), tmp.y = malloc(sizeof(double) * n);
@@ -256,13 +268,6 @@ int fmm_rbf_setpts(fmm_rbf_plan *p, long n, const double *xyz) {
     else if (degenerate > ns / 2) rc = FMM_ERR_NOCONVERGE; /* c far too large for the spacing */
     if (rc) goto fail;
     tmp.ndegenerate = degenerate;
-    /* the mat-vec */
-    int mv = p->o.matvec;
-    if (mv == FMM_RBF_MATVEC_AUTO)
-        mv = (p->o.device == FMM_DEVICE_CPU && n >= RBF_AUTO_SERIES_MIN && p->o.tolerance >= 1e-5)
-                 ? FMM_RBF_MATVEC_SERIES
-                 : FMM_RBF_MATVEC_DIRECT;
-    tmp.matvec = mv;
     if (mv == FMM_RBF_MATVEC_SERIES) {
         double stol = p->o.series_tol > 0 ? p->o.series_tol : p->o.tolerance / 100;
         if (stol < 1e-12) stol = 1e-12;
@@ -514,7 +519,7 @@ const char *fmm_rbf_strerror(int status) {
     case FMM_ERR_NPTS: return "rbf: at least 2 centres are needed";
     case FMM_ERR_NONFINITE: return "rbf: non-finite (NaN or Inf) coordinate, value or coefficient";
     case FMM_ERR_TOLERANCE: return "rbf: tolerance out of range [1e-13, 0.5]";
-    case FMM_ERR_PARAM: return "rbf: parameter out of range (shape c must be finite and > 0; L-set size 2..200; max_iter >= 1; series_tol 0 or (0, 1e-2])";
+    case FMM_ERR_PARAM: return "rbf: parameter out of range (shape c must be finite and > 0; L-set size 0 or 2..200; max_iter >= 1; series_tol 0 or (0, 1e-2])";
     case FMM_ERR_COINCIDENT: return "rbf: two centres at the same position (duplicate centres)";
     case FMM_ERR_NOPTS: return "rbf: no centres set: call fmm_rbf_setpts first";
     case FMM_ERR_NOCONVERGE: return "rbf: the FGP iteration did not reach the tolerance (max_iter, breakdown, or local systems singular: shape c too large for the spacing)";

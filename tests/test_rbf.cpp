@@ -249,6 +249,48 @@ static void large_case(long n, Set set, double tol, uint64_t off) {
 TEST(RbfFit, Large20k) { large_case(20000, SPHERE, 1e-6, 3); }
 TEST(RbfFit, Slow100k) { large_case(100000, RANDOM, 1e-6, 4); }
 
+// The direct mat-vec at the centres (symmetric: each pair once, per-thread buffers, blocks of
+// 8 with masked tails) against a long-double sum, for sizes that are not multiples of 8 and
+// several thread counts; and the automatic L-set size.
+TEST(RbfFit, SymmetricMatvecAndAutomaticLset) {
+    uint64_t seed = test_seed(9);
+    for (long n : {2L, 9L, 1001L, 12347L})
+        for (int threads : {1, 2, 3}) {
+            auto x = points(CLUSTERED, n, seed + n);
+            std::mt19937_64 g(seed + 2 * n);
+            std::uniform_real_distribution<double> u(-1, 1);
+            std::vector<double> w(n), out(n);
+            for (auto &v : w) v = u(g);
+            fmm_rbf_opts o = opts(0.01, 1e-8);
+            o.threads = threads, o.matvec = FMM_RBF_MATVEC_DIRECT, o.lset_size = 2;
+            fmm_rbf_plan *p;
+            ASSERT_EQ(fmm_rbf_makeplan(&o, &p), FMM_OK);
+            ASSERT_EQ(fmm_rbf_setpts(p, n, x.data()), FMM_OK);
+            ASSERT_EQ(fmm_rbf_matvec(p, w.data(), out.data(), nullptr), FMM_OK);
+            fmm_rbf_destroy(p);
+            long m = std::min(n, 600L);
+            std::vector<double> y(x.begin(), x.begin() + 3 * m);
+            auto ref = direct_eval(x, w, 0.0, 0.01, y);
+            double e = 0, scale = 0;
+            for (long i = 0; i < m; ++i) e = std::max(e, std::fabs(out[i] - ref[i]));
+            for (double v : w) scale += std::fabs(v);
+            EXPECT_LE(e, 1e-15 * scale) << "n " << n << " threads " << threads;
+        }
+    /* lset_size 0: 50 below 10000 centres, 80 from there with the direct CPU mat-vec */
+    for (long n : {500L, 10000L}) {
+        auto x = points(RANDOM, n, seed + 3);
+        fmm_rbf_opts o = opts(0.5 / std::cbrt((double)n), 1e-8);
+        fmm_rbf_plan *p;
+        ASSERT_EQ(fmm_rbf_makeplan(&o, &p), FMM_OK);
+        ASSERT_EQ(fmm_rbf_setpts(p, n, x.data()), FMM_OK);
+        int mv, q;
+        ASSERT_EQ(fmm_rbf_get_method(p, &mv, &q), FMM_OK);
+        EXPECT_EQ(mv, FMM_RBF_MATVEC_DIRECT);
+        EXPECT_EQ(q, n < 10000 ? 50 : 80);
+        fmm_rbf_destroy(p);
+    }
+}
+
 // The series mat-vec against the direct sum, and a fit through it.
 TEST(RbfSeries, MatvecAgainstDirect) {
     uint64_t seed = test_seed(5);
@@ -421,6 +463,8 @@ TEST(RbfApi, RejectsBadInput) {
         b.lset_size = 1;
         EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
         b.lset_size = 201;
+        EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
+        b.lset_size = -1;
         EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
         b = o, b.max_iter = 0;
         EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
