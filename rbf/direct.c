@@ -12,8 +12,8 @@
 #include "rbf/rbf_internal.h"
 
 #define RBF_TILE 4096
-/* j-blocks of 8 centres per tile of the symmetric sum: 2048 centres, 64 KiB of x y z w, so a
- * tile stays in L2 while the rows stream past it */
+/* j-blocks of 8 centres per tile of the symmetric sum (even): 2048 centres, 64 KiB of x y z w,
+ * so a tile stays in L2 while the rows stream past it */
 #define RBF_SYM_TILE 256
 
 #if defined(__AVX512F__)
@@ -44,24 +44,31 @@ static void pair_tile(const double *sx, const double *sy, const double *sz, cons
 
 static inline __mmask8 block_mask(long n, long b) {
     long r = n - 8 * b;
-    return r >= 8 ? (__mmask8)0xff : (__mmask8)((1u << r) - 1);
+    return r >= 8 ? (__mmask8)0xff : r > 0 ? (__mmask8)((1u << r) - 1) : (__mmask8)0;
 }
 
-/* Rows [8 bi, 8 bi + 8) against the blocks [jb, je) (all > bi) and, if diag, their own block:
- * the source block is rotated one lane at a time through all 8 alignments, its accumulator
- * with it, so after 8 steps both are back in place. Padding lanes carry w = 0. */
-static void sym_row(long n, const double *x, const double *y, const double *z, const double *w,
-                    __m512d cc, long bi, int diag, long jb, long je, double *o) {
+/* Rows of the R blocks bi .. bi + R - 1 against the blocks [jb, je) (all past them) and, if
+ * diag, each block against itself. A source block is rotated one lane at a time through all 8
+ * alignments, its accumulator with it, so after 8 steps both are back in place; with R = 2 each
+ * rotation (5 permutes, the source loads) serves two row blocks. Padding lanes (and a block
+ * past the end) carry w = 0 and are not stored. */
+static inline __attribute__((always_inline)) void sym_rows(int R, long n, const double *x,
+                                                          const double *y, const double *z,
+                                                          const double *w, __m512d cc, long bi,
+                                                          int diag, long jb, long je, double *o) {
     const __m512i rot = _mm512_set_epi64(0, 7, 6, 5, 4, 3, 2, 1);
-    __mmask8 mi = block_mask(n, bi);
-    long i = 8 * bi;
-    __m512d xi = _mm512_maskz_loadu_pd(mi, x + i), yi = _mm512_maskz_loadu_pd(mi, y + i);
-    __m512d zi = _mm512_maskz_loadu_pd(mi, z + i), wi = _mm512_maskz_loadu_pd(mi, w + i);
-    __m512d ai = _mm512_setzero_pd();
-    if (diag) {
-        __m512d xj = xi, yj = yi, zj = zi, wj = wi;
+    __m512d xi[2], yi[2], zi[2], wi[2], ai[2];
+    __mmask8 mi[2];
+    for (int k = 0; k < R; ++k) {
+        long i = 8 * (bi + k);
+        mi[k] = block_mask(n, bi + k);
+        xi[k] = _mm512_maskz_loadu_pd(mi[k], x + i), yi[k] = _mm512_maskz_loadu_pd(mi[k], y + i);
+        zi[k] = _mm512_maskz_loadu_pd(mi[k], z + i), wi[k] = _mm512_maskz_loadu_pd(mi[k], w + i);
+        ai[k] = _mm512_setzero_pd();
+        if (!diag) continue;
+        __m512d xj = xi[k], yj = yi[k], zj = zi[k], wj = wi[k];
         for (int r = 0; r < 8; ++r) {
-            ai = _mm512_fmadd_pd(wj, mq_pair(xi, yi, zi, xj, yj, zj, cc), ai);
+            ai[k] = _mm512_fmadd_pd(wj, mq_pair(xi[k], yi[k], zi[k], xj, yj, zj, cc), ai[k]);
             xj = _mm512_permutexvar_pd(rot, xj), yj = _mm512_permutexvar_pd(rot, yj);
             zj = _mm512_permutexvar_pd(rot, zj), wj = _mm512_permutexvar_pd(rot, wj);
         }
@@ -73,16 +80,21 @@ static void sym_row(long n, const double *x, const double *y, const double *z, c
         __m512d zj = _mm512_maskz_loadu_pd(mj, z + j), wj = _mm512_maskz_loadu_pd(mj, w + j);
         __m512d aj = _mm512_setzero_pd();
         for (int r = 0; r < 8; ++r) {
-            __m512d p = mq_pair(xi, yi, zi, xj, yj, zj, cc);
-            ai = _mm512_fmadd_pd(wj, p, ai);
-            aj = _mm512_fmadd_pd(wi, p, aj);
+            for (int k = 0; k < R; ++k) {
+                __m512d p = mq_pair(xi[k], yi[k], zi[k], xj, yj, zj, cc);
+                ai[k] = _mm512_fmadd_pd(wj, p, ai[k]);
+                aj = _mm512_fmadd_pd(wi[k], p, aj);
+            }
             xj = _mm512_permutexvar_pd(rot, xj), yj = _mm512_permutexvar_pd(rot, yj);
             zj = _mm512_permutexvar_pd(rot, zj), wj = _mm512_permutexvar_pd(rot, wj);
             aj = _mm512_permutexvar_pd(rot, aj);
         }
         _mm512_mask_storeu_pd(o + j, mj, _mm512_add_pd(_mm512_maskz_loadu_pd(mj, o + j), aj));
     }
-    _mm512_mask_storeu_pd(o + i, mi, _mm512_add_pd(_mm512_maskz_loadu_pd(mi, o + i), ai));
+    for (int k = 0; k < R; ++k) {
+        long i = 8 * (bi + k);
+        _mm512_mask_storeu_pd(o + i, mi[k], _mm512_add_pd(_mm512_maskz_loadu_pd(mi[k], o + i), ai[k]));
+    }
 }
 #endif
 
@@ -94,9 +106,16 @@ static void sym_share(long n, const double *x, const double *y, const double *z,
     long nb = (n + 7) / 8;
     for (long j0 = 0; j0 < nb; j0 += RBF_SYM_TILE) {
         long j1 = j0 + RBF_SYM_TILE < nb ? j0 + RBF_SYM_TILE : nb;
-#pragma omp for schedule(dynamic, 4) nowait
-        for (long bi = 0; bi < j1; ++bi)
-            sym_row(n, x, y, z, w, cc, bi, bi >= j0, bi >= j0 ? bi + 1 : j0, j1, o);
+        /* row blocks in pairs a, a + 1 (j0 is even: a pair is before the tile or inside it) */
+#pragma omp for schedule(dynamic, 2) nowait
+        for (long a = 0; a < j1; a += 2) {
+            if (a >= j0) { /* the pair's own triangle */
+                sym_rows(1, n, x, y, z, w, cc, a, 1, a + 1, a + 2 < j1 ? a + 2 : j1, o);
+                if (a + 1 < j1) sym_rows(1, n, x, y, z, w, cc, a + 1, 1, a + 2, a + 2, o);
+            }
+            long jb = a >= j0 ? a + 2 : j0;
+            if (jb < j1) sym_rows(2, n, x, y, z, w, cc, a, 0, jb, j1, o);
+        }
     }
 #else
     double c = sqrt(c2);
