@@ -23,7 +23,7 @@ int fmm_rbf_mean_spacing(long n, const double *xyz, double *h) {
         long nb[2];
         double d2[2];
         int c = rbf_kd_knn_rank(&t, xyz + 3 * i, 0, 2, nb, d2);
-        s += c == 2 ? sqrt(d2[1]) : 0;
+        s += c == 2 ? sqrt(d2[0] > d2[1] ? d2[0] : d2[1]) : 0; /* one of the two is the point */
     }
     rbf_kd_free(&t);
     *h = s / n;

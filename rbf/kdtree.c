@@ -110,29 +110,36 @@ void rbf_kd_free(rbf_kdtree *t) {
     memset(t, 0, sizeof *t);
 }
 
-/* max-heap on d2 of size cnt */
-static void heap_push(double *hd, long *hi, int *cnt, double d, long i) {
-    int c = (*cnt)++;
-    while (c > 0) {
-        int p = (c - 1) / 2;
-        if (hd[p] >= d) break;
-        hd[c] = hd[p], hi[c] = hi[p];
-        c = p;
+/* Partial selection: orders (d, id)[0..n) so that the k smallest d come first (Hoare
+ * partitions around a median of three, k < n). */
+static void select_pairs(double *d, long *id, int n, int k) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        double a = d[lo], b = d[mid], c = d[hi];
+        double piv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (d[i] < piv) ++i;
+            while (d[j] > piv) --j;
+            if (i <= j) {
+                double t = d[i];
+                d[i] = d[j], d[j] = t;
+                long u = id[i];
+                id[i] = id[j], id[j] = u;
+                ++i, --j;
+            }
+        }
+        if (k - 1 <= j) hi = j;
+        else if (k - 1 >= i) lo = i;
+        else return;
     }
-    hd[c] = d, hi[c] = i;
 }
-static void heap_replace_top(double *hd, long *hi, int cnt, double d, long i) {
-    int c = 0;
-    for (;;) {
-        int l = 2 * c + 1, r = l + 1, m = c;
-        double dm = d;
-        if (l < cnt && hd[l] > dm) m = l, dm = hd[l];
-        if (r < cnt && hd[r] > dm) m = r;
-        if (m == c) break;
-        hd[c] = hd[m], hi[c] = hi[m];
-        c = m;
-    }
-    hd[c] = d, hi[c] = i;
+
+static double max_of(const double *d, int n) {
+    double m = d[0];
+    for (int i = 1; i < n; ++i) m = d[i] > m ? d[i] : m;
+    return m;
 }
 
 static double box_d2(const rbf_kdnode *nd, const double p[3]) {
@@ -146,22 +153,33 @@ static double box_d2(const rbf_kdnode *nd, const double p[3]) {
 
 int rbf_kd_knn_rank(const rbf_kdtree *t, const double p[3], long minrank, int k, long *out,
                     double *d2) {
+    /* Candidates closer than the current bound are appended to a buffer of 2k; when it is full
+       the k nearest are selected and the bound becomes the k-th distance. Amortised O(1) per
+       candidate, where a bounded heap costs O(log k) per replacement (at k = 80 the heap
+       updates and its final sort were half the query time). */
+    double bd[2 * RBF_KD_KMAX], lim = INFINITY;
+    long bi[2 * RBF_KD_KMAX];
     int cnt = 0;
     int stack[128];
     int sp = 0;
     if (t->nnode == 0 || k <= 0) return 0;
+    if (k > RBF_KD_KMAX) k = RBF_KD_KMAX;
     stack[sp++] = 0;
     while (sp > 0) {
         const rbf_kdnode *nd = &t->node[stack[--sp]];
-        if (nd->maxrank < minrank) continue;
-        if (cnt == k && box_d2(nd, p) >= d2[0]) continue;
+        if (nd->maxrank < minrank || box_d2(nd, p) >= lim) continue;
         if (nd->left < 0) {
             for (long i = nd->begin; i < nd->end; ++i) {
-                if (t->rk[i] < minrank) continue;
                 double dx = t->x[i] - p[0], dy = t->y[i] - p[1], dz = t->z[i] - p[2];
                 double q = dx * dx + dy * dy + dz * dz;
-                if (cnt < k) heap_push(d2, out, &cnt, q, i);
-                else if (q < d2[0]) heap_replace_top(d2, out, cnt, q, i);
+                if (q >= lim || t->rk[i] < minrank) continue;
+                bd[cnt] = q, bi[cnt++] = i;
+                if (cnt == k && lim == INFINITY) lim = max_of(bd, k); /* bounds the k-th */
+                if (cnt == 2 * k) {
+                    select_pairs(bd, bi, cnt, k);
+                    cnt = k;
+                    lim = max_of(bd, k);
+                }
             }
             continue;
         }
@@ -172,13 +190,7 @@ int rbf_kd_knn_rank(const rbf_kdtree *t, const double p[3], long minrank, int k,
         if (da <= db) stack[sp++] = nd->right, stack[sp++] = nd->left;
         else stack[sp++] = nd->left, stack[sp++] = nd->right;
     }
-    /* heap -> ascending order (heap sort in place) */
-    for (int m = cnt - 1; m > 0; --m) {
-        double td = d2[0];
-        long ti = out[0];
-        heap_replace_top(d2, out, m, d2[m], out[m]);
-        d2[m] = td, out[m] = ti;
-    }
-    for (int i = 0; i < cnt; ++i) out[i] = t->idx[out[i]];
+    if (cnt > k) select_pairs(bd, bi, cnt, k), cnt = k;
+    for (int i = 0; i < cnt; ++i) out[i] = t->idx[bi[i]], d2[i] = bd[i];
     return cnt;
 }

@@ -30,9 +30,11 @@ typedef struct rbf_kdtree {
 int rbf_kd_build(rbf_kdtree *t, long n, const double *xyz, const long *rank, int leaf_size);
 void rbf_kd_free(rbf_kdtree *t);
 
-/* The k nearest points to p among those with rank >= minrank (caller's indices in out,
- * d2 their squared distances, nearest first); returns how many were found (min(k, number of
- * eligible points)). Needs a tree built with ranks. */
+#define RBF_KD_KMAX 256 /* largest k of a query */
+
+/* The k nearest points to p among those with rank >= minrank (caller's indices in out, d2
+ * their squared distances, in no particular order); returns how many were found (min(k, number
+ * of eligible points)); k <= RBF_KD_KMAX. Needs a tree built with ranks. */
 int rbf_kd_knn_rank(const rbf_kdtree *t, const double p[3], long minrank, int k, long *out,
                     double *d2);
 

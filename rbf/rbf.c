@@ -131,7 +131,7 @@ static int lset_build(lset_index *L, const fmm_rbf_plan *p) {
     return rc;
 }
 
-/* the L-set of rank m: its centres (nearest first) in nb, squared distances in d2; the count */
+/* the L-set of rank m: its centres in nb, squared distances in d2; the count */
 static int lset_query(const lset_index *L, const fmm_rbf_plan *p, long m, long *nb, double *d2) {
     int k = 0;
     while (L->start[k + 1] <= m) ++k;
@@ -236,7 +236,9 @@ int fmm_rbf_setpts(fmm_rbf_plan *p, long n, const double *xyz) {
                 long l = tmp.perm[m];
                 int c = lset_query(&kd, &tmp, m, nb, d2);
                 /* l itself is at distance 0; a second point there is a duplicate centre */
-                if (c >= 2 && d2[1] == 0) {
+                int zeros = 0;
+                for (int i = 0; i < c; ++i) zeros += d2[i] == 0;
+                if (zeros > 1) {
 #pragma omp atomic write
                     coincident = 1;
                 }
