@@ -12,6 +12,7 @@
 #include "rbf/rbf_internal.h"
 
 #define RBF_TILE 4096
+#define RBF_CHUNK 64 /* targets per work item of the target sums (even) */
 /* j-blocks of 8 centres per tile of the symmetric sum (even): 2048 centres, 64 KiB of x y z w,
  * so a tile stays in L2 while the rows stream past it */
 #define RBF_SYM_TILE 256
@@ -23,23 +24,34 @@ static inline __m512d mq_pair(__m512d xi, __m512d yi, __m512d zi, __m512d xj, __
     return rbf_mq_sqrt(_mm512_fmadd_pd(dx, dx, _mm512_fmadd_pd(dy, dy, _mm512_fmadd_pd(dz, dz, cc))));
 }
 
-/* targets i and i2 (i2 may equal i: then the second result is ignored) against [j0, j1) */
-static void pair_tile(const double *sx, const double *sy, const double *sz, const double *w,
-                      double c2, long j0, long j1, const double t0[3], const double t1[3],
-                      double *o0, double *o1) {
-    const __m512d x0 = _mm512_set1_pd(t0[0]), y0 = _mm512_set1_pd(t0[1]), z0 = _mm512_set1_pd(t0[2]);
-    const __m512d x1 = _mm512_set1_pd(t1[0]), y1 = _mm512_set1_pd(t1[1]), z1 = _mm512_set1_pd(t1[2]);
+/* Targets i and i2 (i2 may equal i: then the second result is ignored) against [j0, j1), for
+ * NW weight vectors w + k ns at once (each kernel value serves all of them). */
+static inline __attribute__((always_inline)) void pair_tile(int NW, long ns, const double *sx,
+                                                           const double *sy, const double *sz,
+                                                           const double *w, double c2, long j0,
+                                                           long j1, long i, long i2, long m,
+                                                           const double *tx, const double *ty,
+                                                           const double *tz, double *out) {
+    const __m512d x0 = _mm512_set1_pd(tx[i]), y0 = _mm512_set1_pd(ty[i]), z0 = _mm512_set1_pd(tz[i]);
+    const __m512d x1 = _mm512_set1_pd(tx[i2]), y1 = _mm512_set1_pd(ty[i2]), z1 = _mm512_set1_pd(tz[i2]);
     const __m512d cc = _mm512_set1_pd(c2);
-    __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
+    __m512d a0[RBF_MAXW], a1[RBF_MAXW];
+    for (int k = 0; k < NW; ++k) a0[k] = a1[k] = _mm512_setzero_pd();
     for (long j = j0; j < j1; j += 8) {
         __mmask8 in = j1 - j >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (j1 - j)) - 1);
         __m512d px = _mm512_maskz_loadu_pd(in, sx + j), py = _mm512_maskz_loadu_pd(in, sy + j);
-        __m512d pz = _mm512_maskz_loadu_pd(in, sz + j), pw = _mm512_maskz_loadu_pd(in, w + j);
-        a0 = _mm512_fmadd_pd(pw, mq_pair(x0, y0, z0, px, py, pz, cc), a0);
-        a1 = _mm512_fmadd_pd(pw, mq_pair(x1, y1, z1, px, py, pz, cc), a1);
+        __m512d pz = _mm512_maskz_loadu_pd(in, sz + j);
+        __m512d p0 = mq_pair(x0, y0, z0, px, py, pz, cc), p1 = mq_pair(x1, y1, z1, px, py, pz, cc);
+        for (int k = 0; k < NW; ++k) {
+            __m512d pw = _mm512_maskz_loadu_pd(in, w + k * ns + j);
+            a0[k] = _mm512_fmadd_pd(pw, p0, a0[k]);
+            a1[k] = _mm512_fmadd_pd(pw, p1, a1[k]);
+        }
     }
-    *o0 += _mm512_reduce_add_pd(a0);
-    *o1 += _mm512_reduce_add_pd(a1);
+    for (int k = 0; k < NW; ++k) {
+        out[k * m + i] += _mm512_reduce_add_pd(a0[k]);
+        if (i2 != i) out[k * m + i2] += _mm512_reduce_add_pd(a1[k]);
+    }
 }
 
 static inline __mmask8 block_mask(long n, long b) {
@@ -162,33 +174,37 @@ int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *
     return 0;
 }
 
-void rbf_direct_cpu(long ns, const double *sx, const double *sy, const double *sz,
+void rbf_direct_cpu(long ns, const double *sx, const double *sy, const double *sz, int nw,
                     const double *w, double c2, long m, const double *tx, const double *ty,
                     const double *tz, double *out, int threads) {
-    for (long i = 0; i < m; ++i) out[i] = 0;
-#pragma omp parallel num_threads(threads)
-    for (long j0 = 0; j0 < ns; j0 += RBF_TILE) {
-        long j1 = j0 + RBF_TILE < ns ? j0 + RBF_TILE : ns;
+    for (long i = 0; i < nw * m; ++i) out[i] = 0;
+    /* chunks of targets handed out dynamically (no barrier per source tile: a thread that
+       shares its core with another process does not hold the other one up) */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (long i0 = 0; i0 < m; i0 += RBF_CHUNK) {
+        long i1 = i0 + RBF_CHUNK < m ? i0 + RBF_CHUNK : m;
+        for (long j0 = 0; j0 < ns; j0 += RBF_TILE) {
+            long j1 = j0 + RBF_TILE < ns ? j0 + RBF_TILE : ns;
 #if defined(__AVX512F__)
-#pragma omp for schedule(static)
-        for (long i = 0; i < m; i += 2) {
-            long i2 = i + 1 < m ? i + 1 : i;
-            double t0[3] = {tx[i], ty[i], tz[i]}, t1[3] = {tx[i2], ty[i2], tz[i2]}, o0 = 0, o1 = 0;
-            pair_tile(sx, sy, sz, w, c2, j0, j1, t0, t1, &o0, &o1);
-            out[i] += o0;
-            if (i2 != i) out[i2] += o1;
-        }
-#else
-#pragma omp for schedule(static)
-        for (long i = 0; i < m; ++i) {
-            double xi = tx[i], yi = ty[i], zi = tz[i], acc = 0;
-#pragma omp simd reduction(+ : acc)
-            for (long j = j0; j < j1; ++j) {
-                double dx = xi - sx[j], dy = yi - sy[j], dz = zi - sz[j];
-                acc += w[j] * sqrt(dx * dx + dy * dy + dz * dz + c2);
+            for (long i = i0; i < i1; i += 2) {
+                long i2 = i + 1 < i1 ? i + 1 : i;
+                if (nw == 1) pair_tile(1, ns, sx, sy, sz, w, c2, j0, j1, i, i2, m, tx, ty, tz, out);
+                else if (nw == 2) pair_tile(2, ns, sx, sy, sz, w, c2, j0, j1, i, i2, m, tx, ty, tz, out);
+                else pair_tile(3, ns, sx, sy, sz, w, c2, j0, j1, i, i2, m, tx, ty, tz, out);
             }
-            out[i] += acc;
-        }
+#else
+            for (long i = i0; i < i1; ++i)
+                for (int k = 0; k < nw; ++k) {
+                    const double *wk = w + k * ns;
+                    double xi = tx[i], yi = ty[i], zi = tz[i], acc = 0;
+#pragma omp simd reduction(+ : acc)
+                    for (long j = j0; j < j1; ++j) {
+                        double dx = xi - sx[j], dy = yi - sy[j], dz = zi - sz[j];
+                        acc += wk[j] * sqrt(dx * dx + dy * dy + dz * dz + c2);
+                    }
+                    out[k * m + i] += acc;
+                }
 #endif
+        }
     }
 }

@@ -334,7 +334,7 @@ int rbf_plan_apply(fmm_rbf_plan *p, const double *w, long m, const double *tx, c
     if (p->gpu) return rbf_cuda_matvec(p->gpu, p->c2, w, tx ? m : p->n, tx, ty, tz, out);
 #endif
     if (!tx) return rbf_direct_self_cpu(p->n, p->x, p->y, p->z, w, p->c2, out, p->threads);
-    rbf_direct_cpu(p->n, p->x, p->y, p->z, w, p->c2, m, tx, ty, tz, out, p->threads);
+    rbf_direct_cpu(p->n, p->x, p->y, p->z, 1, w, p->c2, m, tx, ty, tz, out, p->threads);
     return 0;
 }
 
@@ -496,12 +496,13 @@ int fmm_rbf_execute(fmm_rbf_plan *p, const double *f, double *lambda, double *al
     return rc;
 }
 
-int fmm_rbf_eval(fmm_rbf_plan *p, const double *lambda, double alpha, long m, const double *xyz,
-                 double *s) {
-    if (!p || !lambda || m < 0 || (m > 0 && (!xyz || !s))) return FMM_ERR_ARG;
+int rbf_eval(fmm_rbf_plan *p, int nw, const double *lambda, const double *alpha, long m,
+             const double *xyz, double *s) {
+    if (!p || !lambda || !alpha || m < 0 || (m > 0 && (!xyz || !s))) return FMM_ERR_ARG;
     if (p->n == 0) return FMM_ERR_NOPTS;
-    if (!isfinite(alpha)) return FMM_ERR_NONFINITE;
-    for (long i = 0; i < p->n; ++i)
+    for (int k = 0; k < nw; ++k)
+        if (!isfinite(alpha[k])) return FMM_ERR_NONFINITE;
+    for (long i = 0; i < nw * p->n; ++i)
         if (!isfinite(lambda[i])) return FMM_ERR_NONFINITE;
     for (long i = 0; i < 3 * m; ++i)
         if (!isfinite(xyz[i])) return FMM_ERR_NONFINITE;
@@ -509,11 +510,21 @@ int fmm_rbf_eval(fmm_rbf_plan *p, const double *lambda, double alpha, long m, co
     double *t = malloc(sizeof(double) * 3 * m);
     if (!t) return FMM_ERR_NOMEM;
     for (long i = 0; i < m; ++i) t[i] = xyz[3 * i], t[m + i] = xyz[3 * i + 1], t[2 * m + i] = xyz[3 * i + 2];
-    int rc = rbf_plan_apply(p, lambda, m, t, t + m, t + 2 * m, s);
+    int rc = 0;
+    if (p->matvec == FMM_RBF_MATVEC_DIRECT && !p->gpu) /* one kernel value for all nw sums */
+        rbf_direct_cpu(p->n, p->x, p->y, p->z, nw, lambda, p->c2, m, t, t + m, t + 2 * m, s, p->threads);
+    else
+        for (int k = 0; k < nw && !rc; ++k) rc = rbf_plan_apply(p, lambda + k * p->n, m, t, t + m, t + 2 * m, s + k * m);
     free(t);
     if (rc) return rc;
-    for (long i = 0; i < m; ++i) s[i] += alpha;
+    for (int k = 0; k < nw; ++k)
+        for (long i = 0; i < m; ++i) s[k * m + i] += alpha[k];
     return 0;
+}
+
+int fmm_rbf_eval(fmm_rbf_plan *p, const double *lambda, double alpha, long m, const double *xyz,
+                 double *s) {
+    return rbf_eval(p, 1, lambda, &alpha, m, xyz, s);
 }
 
 const char *fmm_rbf_strerror(int status) {

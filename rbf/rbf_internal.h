@@ -10,7 +10,9 @@ extern "C" {
 #endif
 
 /* ---- direct sum on the CPU: out[i] = sum_j w[j] sqrt(|t_i - s_j|^2 + c2), OpenMP ---- */
-void rbf_direct_cpu(long ns, const double *sx, const double *sy, const double *sz,
+#define RBF_MAXW 3 /* weight vectors per pass (mesh deformation: the three components) */
+/* nw (1 .. RBF_MAXW) weight vectors w + k ns, results out + k m */
+void rbf_direct_cpu(long ns, const double *sx, const double *sy, const double *sz, int nw,
                     const double *w, double c2, long m, const double *tx, const double *ty,
                     const double *tz, double *out, int threads);
 /* the same at the centres themselves (Phi w, symmetric: each pair once); FMM_ERR_NOMEM */
@@ -73,6 +75,10 @@ struct fmm_rbf_plan {
 /* mat-vec at m targets (NULL: the centres) by the plan's method */
 int rbf_plan_apply(fmm_rbf_plan *p, const double *w, long m, const double *tx, const double *ty,
                    const double *tz, double *out);
+/* s_k(y) = sum_i lambda[k n + i] phi(|y - x_i|) + alpha[k] at m points (interleaved xyz) into
+ * s + k m, for nw (1 .. RBF_MAXW) interpolants; the checks of fmm_rbf_eval */
+int rbf_eval(fmm_rbf_plan *p, int nw, const double *lambda, const double *alpha, long m,
+             const double *xyz, double *s);
 
 #ifdef __cplusplus
 }

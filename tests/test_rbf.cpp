@@ -250,8 +250,8 @@ TEST(RbfFit, Large20k) { large_case(20000, SPHERE, 1e-6, 3); }
 TEST(RbfFit, Slow100k) { large_case(100000, RANDOM, 1e-6, 4); }
 
 // The direct mat-vec at the centres (symmetric: each pair once, per-thread buffers, blocks of
-// 8 with masked tails) against a long-double sum, for sizes that are not multiples of 8 and
-// several thread counts; and the automatic L-set size.
+// 8 with masked tails) and the direct evaluation elsewhere against a long-double sum, for sizes
+// that are not multiples of 8 and several thread counts; and the automatic L-set size.
 TEST(RbfFit, SymmetricMatvecAndAutomaticLset) {
     uint64_t seed = test_seed(9);
     for (long n : {2L, 9L, 1001L, 12347L})
@@ -267,7 +267,6 @@ TEST(RbfFit, SymmetricMatvecAndAutomaticLset) {
             ASSERT_EQ(fmm_rbf_makeplan(&o, &p), FMM_OK);
             ASSERT_EQ(fmm_rbf_setpts(p, n, x.data()), FMM_OK);
             ASSERT_EQ(fmm_rbf_matvec(p, w.data(), out.data(), nullptr), FMM_OK);
-            fmm_rbf_destroy(p);
             long m = std::min(n, 600L);
             std::vector<double> y(x.begin(), x.begin() + 3 * m);
             auto ref = direct_eval(x, w, 0.0, 0.01, y);
@@ -275,6 +274,15 @@ TEST(RbfFit, SymmetricMatvecAndAutomaticLset) {
             for (long i = 0; i < m; ++i) e = std::max(e, std::fabs(out[i] - ref[i]));
             for (double v : w) scale += std::fabs(v);
             EXPECT_LE(e, 1e-15 * scale) << "n " << n << " threads " << threads;
+            /* and at other points (odd count: the two-target tail) */
+            auto yy = points(RANDOM, 333, seed + 5);
+            std::vector<double> sv(333);
+            ASSERT_EQ(fmm_rbf_eval(p, w.data(), 0.25, 333, yy.data(), sv.data()), FMM_OK);
+            auto rv = direct_eval(x, w, 0.25, 0.01, yy);
+            e = 0;
+            for (int i = 0; i < 333; ++i) e = std::max(e, std::fabs(sv[i] - rv[i]));
+            EXPECT_LE(e, 1e-15 * scale) << "eval, n " << n << " threads " << threads;
+            fmm_rbf_destroy(p);
         }
     /* lset_size 0: 50 below 10000 centres, 80 from there with the direct CPU mat-vec */
     for (long n : {500L, 10000L}) {
