@@ -479,20 +479,26 @@ int harm_rotation_matrices(int p, const double Q[9], double *Aw, double *Au) {
                     xr[l + m] = re0[TRI(l, m)], xi[l + m] = im0[TRI(l, m)];
                     xr[l - m] = s * xr[l + m], xi[l - m] = -s * xi[l + m];
                     yr[l + m] = re1[TRI(l, m)], yi[l + m] = im1[TRI(l, m)];
-                    yr[l - m] = s * yr[l + m], yi[l - m] = -s * yi[l + m];
                 }
                 for (int k = 0; k < w; ++k) {
-                    /* g * conj(R_lk(x)) */
+                    /* g * conj(R_lk(x)); rows m >= 0 only, the others follow below */
                     double cr = g * xr[k], ci = -g * xi[k];
                     norm[k] += g * (xr[k] * xr[k] + xi[k] * xi[k]);
-                    for (int m = 0; m < w; ++m) {
+                    for (int m = l; m < w; ++m) {
                         ar[m * w + k] += yr[m] * cr - yi[m] * ci;
                         ai[m * w + k] += yr[m] * ci + yi[m] * cr;
                     }
                 }
             }
-        for (int m = 0; m < w; ++m)
+        for (int m = l; m < w; ++m)
             for (int k = 0; k < w; ++k) ar[m * w + k] /= norm[k], ai[m * w + k] /= norm[k];
+        /* X_{l,-m} = (-1)^m conj(X_lm) at real points gives a_{-m,-k} = (-1)^(m+k) conj(a_mk) */
+        for (int m = 0; m < l; ++m)
+            for (int k = 0; k < w; ++k) {
+                double s = (m + k) & 1 ? -1.0 : 1.0;
+                int src = (w - 1 - m) * w + (w - 1 - k);
+                ar[m * w + k] = s * ar[src], ai[m * w + k] = -s * ai[src];
+            }
         block_to_real(l, ar, ai, Aw);
         for (int m = 0; m < w; ++m) /* transpose for the locals */
             for (int k = 0; k < w; ++k) tr[k * w + m] = ar[m * w + k], ti[k * w + m] = ai[m * w + k];
