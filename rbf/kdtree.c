@@ -142,10 +142,11 @@ static double max_of(const double *d, int n) {
     return m;
 }
 
+/* branch-free: the queries' box tests are unpredictable */
 static double box_d2(const rbf_kdnode *nd, const double p[3]) {
     double s = 0;
     for (int d = 0; d < 3; ++d) {
-        double e = p[d] < nd->lo[d] ? nd->lo[d] - p[d] : (p[d] > nd->hi[d] ? p[d] - nd->hi[d] : 0);
+        double e = fmax(nd->lo[d] - p[d], 0) + fmax(p[d] - nd->hi[d], 0);
         s += e * e;
     }
     return s;
@@ -157,8 +158,8 @@ int rbf_kd_knn_rank(const rbf_kdtree *t, const double p[3], long minrank, int k,
        the k nearest are selected and the bound becomes the k-th distance. Amortised O(1) per
        candidate, where a bounded heap costs O(log k) per replacement (at k = 80 the heap
        updates and its final sort were half the query time). */
-    double bd[2 * RBF_KD_KMAX], lim = INFINITY;
-    long bi[2 * RBF_KD_KMAX];
+    double bd[2 * RBF_KD_KMAX + 1], lim = INFINITY;
+    long bi[2 * RBF_KD_KMAX + 1];
     int cnt = 0;
     int stack[128];
     int sp = 0;
@@ -172,8 +173,9 @@ int rbf_kd_knn_rank(const rbf_kdtree *t, const double p[3], long minrank, int k,
             for (long i = nd->begin; i < nd->end; ++i) {
                 double dx = t->x[i] - p[0], dy = t->y[i] - p[1], dz = t->z[i] - p[2];
                 double q = dx * dx + dy * dy + dz * dz;
-                if (q >= lim || t->rk[i] < minrank) continue;
-                bd[cnt] = q, bi[cnt++] = i;
+                /* always written, kept by advancing cnt (the test is unpredictable) */
+                bd[cnt] = q, bi[cnt] = i;
+                cnt += (q < lim) & (t->rk[i] >= minrank);
                 if (cnt == k && lim == INFINITY) lim = max_of(bd, k); /* bounds the k-th */
                 if (cnt == 2 * k) {
                     select_pairs(bd, bi, cnt, k);
