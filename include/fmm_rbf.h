@@ -12,10 +12,11 @@
  *
  * Algorithm (docs/rbf.md, shared/design/digest-rbf-bldtt.md part A.2 with its correction of
  * step 6): for a random order sigma of the centres, the L-set of sigma(m) is the set of the q
- * centres nearest to it among sigma(m..N-1) (a k-d tree query); the local cardinal function
- * on each L-set (a dense (|L|+1)^2 saddle-point solve) defines the preconditioned Krylov
- * direction; each iteration needs one mat-vec (Phi delta)_i at the centres, which is the
- * direct sum (CPU, or CUDA in double precision) or the multiquadric far-field series on a
+ * centres nearest to it among sigma(m..N-1) (k-d tree queries); the local cardinal function
+ * on each L-set (its saddle-point system reduced to a positive definite one of order |L| - 1,
+ * solved by Cholesky) defines the preconditioned Krylov direction; each iteration needs one
+ * mat-vec (Phi delta)_i at the centres, which is the direct sum (CPU: symmetric, each pair
+ * once; or CUDA in double precision), BLDTT, or the multiquadric far-field series on a
  * tree (Martin & Haase 2014 / Cherrie, Beatson & Newsam 2002, corrected recurrence of the
  * digest A.4). The constant alpha is shifted every iteration so that max|r| is minimal.
  * The iteration stops when max_i |r_i| <= tolerance * max_i |f_i|, where r_i = f_i - s(x_i);
@@ -99,9 +100,10 @@ void fmm_rbf_default_opts(fmm_rbf_opts *opts);
 int fmm_rbf_makeplan(const fmm_rbf_opts *opts, fmm_rbf_plan **plan);
 
 /* The centres: n interleaved coordinates (copied). FMM_ERR_NPTS (n < 2), FMM_ERR_NONFINITE,
- * FMM_ERR_COINCIDENT (two equal centres), FMM_ERR_NOMEM, FMM_ERR_NOCONVERGE (a local
- * saddle system is numerically singular: centres nearly coincident for this c). Builds the
- * k-d tree, the L-sets and their local cardinal functions; O(N q^3). */
+ * FMM_ERR_COINCIDENT (two equal centres), FMM_ERR_NOMEM, FMM_ERR_NOCONVERGE (more than half
+ * of the local systems numerically singular: c far too large for the spacing, or centres nearly
+ * coincident for this c; fewer are skipped). Builds the k-d trees, the L-sets and their local
+ * cardinal functions; O(N q^3). */
 int fmm_rbf_setpts(fmm_rbf_plan *plan, long n, const double *xyz);
 
 /* Fit: f (n values at the centres, setpts order) -> lambda (n), alpha. result may be NULL.
