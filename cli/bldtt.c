@@ -1,14 +1,11 @@
 /* fmm bldtt: kernel-independent fast summation (BLDTT / BLTC) of sources read from a text file. */
-#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli/commands.h"
 #include "fmm_bldtt.h"
-#include "pointsets.h"
 
 static const char *help =
     "usage: fmm bldtt --sources FILE [options]\n"
@@ -32,139 +29,36 @@ static const char *help =
     "stdout: sources, targets, kernel, param, theta, degree, leaf, pairs_pp/pc/cp/cc, setup_s,\n"
     "        time_s (setup + evaluation, no file I/O) [, rel_l2_error, rel_l2_error_gradient]\n";
 
-/* reads "x y z" lines (extra columns are an error); same comment rules as pts_read_xyzq */
-static int read_xyz(const char *path, long *n, double **xyz) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "fmm bldtt: cannot open '%s'\n", path);
-        return 1;
-    }
-    long cap = 1024, k = 0, line = 0;
-    double *a = malloc(sizeof(double) * 3 * cap);
-    char buf[4096];
-    int bad = !a;
-    if (bad) fprintf(stderr, "fmm bldtt: out of memory\n");
-    while (!bad && fgets(buf, sizeof buf, f)) {
-        ++line;
-        char *h = strchr(buf, '#');
-        if (h) *h = 0;
-        char *s = buf, *end;
-        while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') ++s;
-        if (!*s) continue;
-        double v[3];
-        int m = 0;
-        for (;;) {
-            while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') ++s;
-            if (!*s) break;
-            errno = 0;
-            double d = strtod(s, &end);
-            if (end == s || m == 3) {
-                m = -1;
-                break;
-            }
-            if (!isfinite(d) || errno == ERANGE) {
-                m = -2;
-                break;
-            }
-            v[m++] = d;
-            s = end;
-        }
-        if (m != 3) {
-            fprintf(stderr, "fmm bldtt: %s:%ld: %s\n", path, line,
-                    m == -2 ? "non-finite coordinate" : "expected 3 numbers x y z");
-            bad = 1;
-            break;
-        }
-        if (k == cap) {
-            cap *= 2;
-            double *b = realloc(a, sizeof(double) * 3 * cap);
-            if (!b) {
-                fprintf(stderr, "fmm bldtt: out of memory\n");
-                bad = 1;
-                break;
-            }
-            a = b;
-        }
-        memcpy(a + 3 * k, v, sizeof v), ++k;
-    }
-    fclose(f);
-    if (!bad && k == 0) {
-        fprintf(stderr, "fmm bldtt: %s: no targets\n", path);
-        bad = 1;
-    }
-    if (bad) {
-        free(a);
-        return 1;
-    }
-    *n = k, *xyz = a;
-    return 0;
-}
-
 int cli_bldtt(int argc, char **argv) {
-    const char *src = NULL, *trg = NULL, *out = NULL;
+    const char *src = NULL, *trg = NULL, *out = NULL, *kernel = NULL;
     int reference = 0, gradient = 0, have_param = 0;
     long sample = 2000;
     bldtt_opts o;
     bldtt_default_opts(&o);
-    for (int i = 1; i < argc; ++i) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(help, stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--reference")) {
-            reference = 1;
-            continue;
-        }
-        if (!strcmp(a, "--gradient")) {
-            gradient = 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "fmm bldtt: %s needs a value (or unknown option)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        int bad = 0;
-        if (!strcmp(a, "--sources")) src = v;
-        else if (!strcmp(a, "--targets")) trg = v;
-        else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--param")) bad = cli_parse_double(a, v, &o.param), have_param = 1;
-        else if (!strcmp(a, "--theta")) bad = cli_parse_double(a, v, &o.theta);
-        else if (!strcmp(a, "--degree")) bad = cli_parse_int(a, v, &o.degree);
-        else if (!strcmp(a, "--leaf")) bad = cli_parse_int(a, v, &o.leaf_size);
-        else if (!strcmp(a, "--threads")) bad = cli_parse_int(a, v, &o.threads);
-        else if (!strcmp(a, "--reference-sample")) {
-            bad = cli_parse_long(a, v, &sample);
-            if (!bad && sample < 1) {
-                fprintf(stderr, "fmm bldtt: --reference-sample must be >= 1\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--kernel")) {
-            if (bldtt_kernel_from_name(v, &o.kernel)) {
-                fprintf(stderr, "fmm bldtt: unknown kernel '%s' (coulomb, yukawa, regularized, sinc, "
-                                "multiquadric)\n", v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--method")) {
-            if (!strcmp(v, "bldtt")) o.method = BLDTT_METHOD_DTT;
-            else if (!strcmp(v, "bltc")) o.method = BLDTT_METHOD_BLTC;
-            else {
-                fprintf(stderr, "fmm bldtt: --method must be bldtt or bltc, not '%s'\n", v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--device")) {
-            if (!strcmp(v, "cpu")) o.device = FMM_DEVICE_CPU;
-            else if (!strcmp(v, "cuda")) o.device = FMM_DEVICE_CUDA;
-            else {
-                fprintf(stderr, "fmm bldtt: --device must be cpu or cuda, not '%s'\n", v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "fmm bldtt: unknown option '%s' (try --help)\n", a);
-            return 2;
-        }
-        if (bad) return 2;
+    static const char *const methods[] = {"bldtt", "bltc", NULL}; /* enum bldtt_method order */
+    const cli_option opts[] = {
+        {"--sources", CLI_STRING, .s = &src},
+        {"--targets", CLI_STRING, .s = &trg},
+        {"--kernel", CLI_STRING, .s = &kernel},
+        {"--param", CLI_DOUBLE, .d = &o.param, .given = &have_param},
+        {"--theta", CLI_DOUBLE, .d = &o.theta},
+        {"--degree", CLI_INT, .i = &o.degree},
+        {"--leaf", CLI_INT, .i = &o.leaf_size},
+        {"--method", CLI_CHOICE, .i = &o.method, .choices = methods},
+        {"--device", CLI_CHOICE, .i = &o.device, .choices = cli_devices},
+        {"--threads", CLI_INT, .i = &o.threads},
+        {"--gradient", CLI_FLAG, .i = &gradient},
+        {"--out", CLI_STRING, .s = &out},
+        {"--reference", CLI_FLAG, .i = &reference},
+        {"--reference-sample", CLI_LONG, .l = &sample, .min = 1, .max = INFINITY},
+        {0}};
+    int r = cli_parse_options("bldtt", help, opts, argc, argv);
+    if (r) return r < 0 ? 0 : r;
+    /* the library owns the kernel names */
+    if (kernel && bldtt_kernel_from_name(kernel, &o.kernel)) {
+        fprintf(stderr, "fmm bldtt: unknown kernel '%s' (coulomb, yukawa, regularized, sinc, "
+                        "multiquadric)\n", kernel);
+        return 2;
     }
     if (!src) {
         fprintf(stderr, "fmm bldtt: --sources FILE is required (try --help)\n");
@@ -184,13 +78,10 @@ int cli_bldtt(int argc, char **argv) {
     }
     long ns, nt = 0;
     double *sxyz = NULL, *q = NULL, *txyz = NULL, *phi = NULL, *grad = NULL;
-    char err[512];
     int status = 1;
-    if (pts_read_xyzq(src, &ns, &sxyz, &q, err, sizeof err)) {
-        fprintf(stderr, "fmm bldtt: %s\n", err);
+    if (cli_read_rows("bldtt", src, "x y z q", 4, 4, NULL, &ns, &sxyz, &q) ||
+        (trg && cli_read_rows("bldtt", trg, "x y z", 3, 3, NULL, &nt, &txyz, NULL)))
         goto done;
-    }
-    if (trg && read_xyz(trg, &nt, &txyz)) goto done;
     long m = trg ? nt : ns;
     phi = malloc(sizeof(double) * m);
     grad = gradient ? malloc(sizeof(double) * 3 * m) : NULL;

@@ -8,9 +8,53 @@ int cli_fgt(int argc, char **argv);
 int cli_rbf(int argc, char **argv);
 int cli_bldtt(int argc, char **argv);
 
-/* option-value parsing shared by the commands; print one line to stderr on failure */
-int cli_parse_double(const char *opt, const char *s, double *v);
-int cli_parse_long(const char *opt, const char *s, long *v);
-int cli_parse_int(const char *opt, const char *s, int *v);
+enum cli_kind {
+    CLI_FLAG,    /* no value; *i = 1 */
+    CLI_STRING,  /* *s = the value */
+    CLI_INT,     /* *i, an integer that fits an int */
+    CLI_LONG,    /* *l */
+    CLI_DOUBLE,  /* *d, finite */
+    CLI_DOUBLE3, /* d[0..2]: three numbers, or one that stands for all three (taken as three
+                    when the two arguments after the first do not start with '-') */
+    CLI_CHOICE,  /* *i = the index of the value in choices */
+    CLI_ARG      /* a positional argument (one not starting with '-'), *s; name only labels it */
+};
+
+/* One entry of a command's option table; the table ends with {0}. The destination is a typed
+ * pointer so that the compiler checks it against the variable: write {"--in", CLI_STRING,
+ * .s = &in}. Destinations keep their value when the option is not given. */
+typedef struct {
+    const char *name; /* "--in" */
+    enum cli_kind kind;
+    union {
+        int *i;
+        long *l;
+        double *d;
+        const char **s;
+    };
+    double min, max;            /* INT, LONG, DOUBLE: allowed range, checked when min < max */
+    const char *const *choices; /* CHOICE: the names, NULL-terminated */
+    int *given;                 /* optional: set to 1 when the option is given */
+} cli_option;
+
+/* choices of --device, in the order of enum fmm_device */
+extern const char *const cli_devices[];
+
+/* Parses argv[1..argc-1] ("fmm CMD ..." has argv[0] = CMD) against opts. --help or -h prints
+ * help to stdout and returns -1 (exit status 0); an unknown option, a missing or malformed
+ * value or a value out of range prints one line "fmm CMD: ..." to stderr and returns 2;
+ * otherwise returns 0. */
+int cli_parse_options(const char *cmd, const char *help, const cli_option *opts, int argc,
+                      char **argv);
+
+/* Reads a text file of rows of numbers: whitespace-separated, '#' starts a comment, blank
+ * lines are skipped, NaN and Inf are errors, and there must be at least one row. Every row
+ * holds the same count c of numbers, min_cols <= c <= max_cols (max_cols 0: no upper limit);
+ * *cols (may be NULL) receives c. *rows receives n rows of c numbers, or with last != NULL
+ * n rows of c - 1 numbers and *last the n values of the last column. layout names the
+ * columns in messages ("x y z q"). Returns 0, or prints one line "fmm CMD: ..." to stderr
+ * (file, line, what is wrong) and returns 1. */
+int cli_read_rows(const char *cmd, const char *path, const char *layout, int min_cols,
+                  int max_cols, int *cols, long *n, double **rows, double **last);
 
 #endif

@@ -3,11 +3,9 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli/commands.h"
 #include "fmm.h"
-#include "pointsets.h"
 
 static const char *help =
     "usage: fmm coulomb --in FILE [options]\n"
@@ -19,7 +17,7 @@ static const char *help =
     "                     conventions: tin-foil boundary, neutralising background\n"
     "  --vacuum           periodic with the vacuum (dipole) boundary instead of tin-foil\n"
     "  --tolerance T      relative L2 error of the potential, 1e-12..1e-3 (default 1e-6)\n"
-    "  --order P          force the expansion order (1..30)\n"
+    "  --order P          force the expansion order (1..50)\n"
     "  --depth D          force a uniform tree of depth D (0..20; default adaptive)\n"
     "  --leaf N           adaptive tree: max particles per leaf (default from the order)\n"
     "  --threads N        OpenMP threads (default: all)\n"
@@ -35,79 +33,29 @@ static const char *help =
 
 int cli_coulomb(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
-    int reference = 0, nbox = 0, repeat = 0;
+    int reference = 0, vacuum = 0, nbox = 0, repeat = 0;
     long sample = 2000;
     double box[3];
     fmm_opts o;
     fmm_default_opts(&o);
-    for (int i = 1; i < argc; ++i) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(help, stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--reference")) {
-            reference = 1;
-            continue;
-        }
-        if (!strcmp(a, "--periodic")) {
-            o.periodic = 1;
-            continue;
-        }
-        if (!strcmp(a, "--vacuum")) {
-            o.boundary = FMM_BOUNDARY_VACUUM;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "fmm coulomb: %s needs a value (or unknown option)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        int bad = 0;
-        if (!strcmp(a, "--in")) in = v;
-        else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--tolerance")) bad = cli_parse_double(a, v, &o.tolerance);
-        else if (!strcmp(a, "--order")) bad = cli_parse_int(a, v, &o.order);
-        else if (!strcmp(a, "--depth")) bad = cli_parse_int(a, v, &o.depth);
-        else if (!strcmp(a, "--leaf")) bad = cli_parse_int(a, v, &o.leaf_size);
-        else if (!strcmp(a, "--threads")) bad = cli_parse_int(a, v, &o.threads);
-        else if (!strcmp(a, "--device")) {
-            if (!strcmp(v, "cpu")) o.device = FMM_DEVICE_CPU;
-            else if (!strcmp(v, "cuda")) o.device = FMM_DEVICE_CUDA;
-            else {
-                fprintf(stderr, "fmm coulomb: --device must be cpu or cuda, not '%s'\n", v);
-                return 2;
-            }
-        }
-        else if (!strcmp(a, "--repeat")) {
-            bad = cli_parse_int(a, v, &repeat);
-            if (!bad && repeat < 0) {
-                fprintf(stderr, "fmm coulomb: --repeat must be >= 0\n");
-                return 2;
-            }
-        }
-        else if (!strcmp(a, "--reference-sample")) bad = cli_parse_long(a, v, &sample);
-        else if (!strcmp(a, "--box")) {
-            bad = cli_parse_double(a, v, &box[0]);
-            nbox = 1;
-            /* one or three edge lengths */
-            if (!bad && i + 2 < argc && argv[i + 1][0] != '-' && argv[i + 2][0] != '-') {
-                bad = cli_parse_double(a, argv[i + 1], &box[1]) ||
-                      cli_parse_double(a, argv[i + 2], &box[2]);
-                i += 2;
-                nbox = 3;
-            }
-            if (nbox == 1) box[1] = box[2] = box[0];
-        } else {
-            fprintf(stderr, "fmm coulomb: unknown option '%s' (try --help)\n", a);
-            return 2;
-        }
-        if (bad) return 2;
-        if (!strcmp(a, "--order") && (o.order < FMM_ORDER_MIN || o.order > FMM_ORDER_MAX)) {
-            fprintf(stderr, "fmm coulomb: %s\n", fmm_strerror(FMM_ERR_ORDER));
-            return 2;
-        }
-    }
+    const cli_option opts[] = {
+        {"--in", CLI_STRING, .s = &in},
+        {"--out", CLI_STRING, .s = &out},
+        {"--box", CLI_DOUBLE3, .d = box, .given = &nbox},
+        {"--periodic", CLI_FLAG, .i = &o.periodic},
+        {"--vacuum", CLI_FLAG, .i = &vacuum},
+        {"--tolerance", CLI_DOUBLE, .d = &o.tolerance},
+        {"--order", CLI_INT, .i = &o.order, .min = FMM_ORDER_MIN, .max = FMM_ORDER_MAX},
+        {"--depth", CLI_INT, .i = &o.depth},
+        {"--leaf", CLI_INT, .i = &o.leaf_size},
+        {"--threads", CLI_INT, .i = &o.threads},
+        {"--device", CLI_CHOICE, .i = &o.device, .choices = cli_devices},
+        {"--repeat", CLI_INT, .i = &repeat, .min = 0, .max = INFINITY},
+        {"--reference", CLI_FLAG, .i = &reference},
+        {"--reference-sample", CLI_LONG, .l = &sample, .min = 1, .max = INFINITY},
+        {0}};
+    int r = cli_parse_options("coulomb", help, opts, argc, argv);
+    if (r) return r < 0 ? 0 : r;
     if (!in) {
         fprintf(stderr, "fmm coulomb: --in FILE is required (try --help)\n");
         return 2;
@@ -116,17 +64,14 @@ int cli_coulomb(int argc, char **argv) {
         fprintf(stderr, "fmm coulomb: --periodic needs --box L (or LX LY LZ)\n");
         return 2;
     }
-    if (o.boundary == FMM_BOUNDARY_VACUUM && !o.periodic) {
+    if (vacuum && !o.periodic) {
         fprintf(stderr, "fmm coulomb: --vacuum applies to periodic boxes only (add --periodic)\n");
         return 2;
     }
+    if (vacuum) o.boundary = FMM_BOUNDARY_VACUUM;
     long n;
     double *xyz, *q;
-    char err[512];
-    if (pts_read_xyzq(in, &n, &xyz, &q, err, sizeof err)) {
-        fprintf(stderr, "fmm coulomb: %s\n", err);
-        return 1;
-    }
+    if (cli_read_rows("coulomb", in, "x y z q", 4, 4, NULL, &n, &xyz, &q)) return 1;
     int status = 1;
     double *phi = malloc(sizeof(double) * n), *field = malloc(sizeof(double) * 3 * n);
     fmm_plan *plan = NULL;

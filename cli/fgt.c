@@ -1,10 +1,8 @@
 /* fmm fgt: the fast Gauss transform G(y) = sum_i q_i exp(-|y - x_i|^2 / h^2) of text files. */
-#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli/commands.h"
 #include "fmm_fgt.h"
@@ -27,92 +25,6 @@ static const char *help =
     "        (plan + boxes + evaluation, without file I/O) [, reference_targets,\n"
     "        reference_time_s, max_abs_error_over_sum_q]\n";
 
-/* Reads rows of numbers; every row must have the same count (cols, set from the first row
- * when *cols == 0). Returns 0 or prints one line and returns 1. */
-static int read_rows(const char *path, const char *what, int *cols, long *n, double **out) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "fmm fgt: cannot open %s file '%s'\n", what, path);
-        return 1;
-    }
-    long cap = 1024, m = 0, line = 0;
-    double *v = malloc(sizeof(double) * cap);
-    char buf[4096];
-    int bad = !v;
-    while (!bad && fgets(buf, sizeof buf, f)) {
-        ++line;
-        if (!strchr(buf, '\n') && !feof(f)) {
-            fprintf(stderr, "fmm fgt: %s file '%s' line %ld is too long\n", what, path, line);
-            bad = 2;
-            break;
-        }
-        char *s = buf;
-        while (*s == ' ' || *s == '\t') ++s;
-        if (*s == '#' || *s == '\n' || *s == '\r' || *s == 0) continue;
-        double row[4];
-        int k = 0;
-        for (;;) {
-            while (*s == ' ' || *s == '\t' || *s == ',') ++s;
-            if (*s == '\n' || *s == '\r' || *s == 0 || *s == '#') break;
-            char *end;
-            errno = 0;
-            double x = strtod(s, &end);
-            if (end == s) {
-                fprintf(stderr, "fmm fgt: %s file '%s' line %ld: not a number\n", what, path, line);
-                bad = 2;
-                break;
-            }
-            if (!isfinite(x)) {
-                fprintf(stderr, "fmm fgt: %s file '%s' line %ld: NaN or Inf\n", what, path, line);
-                bad = 2;
-                break;
-            }
-            if (k == 4) {
-                fprintf(stderr, "fmm fgt: %s file '%s' line %ld: too many columns\n", what, path, line);
-                bad = 2;
-                break;
-            }
-            row[k++] = x;
-            s = end;
-        }
-        if (bad) break;
-        if (*cols == 0) *cols = k;
-        if (k != *cols) {
-            fprintf(stderr, "fmm fgt: %s file '%s' line %ld: %d columns, expected %d\n", what, path,
-                    line, k, *cols);
-            bad = 2;
-            break;
-        }
-        if (m + k > cap) {
-            cap *= 2;
-            double *w = realloc(v, sizeof(double) * cap);
-            if (!w) {
-                bad = 1;
-                break;
-            }
-            v = w;
-        }
-        for (int i = 0; i < k; ++i) v[m++] = row[i];
-    }
-    if (!bad && ferror(f)) {
-        fprintf(stderr, "fmm fgt: error reading %s file '%s'\n", what, path);
-        bad = 2;
-    }
-    fclose(f);
-    if (bad == 1) fprintf(stderr, "fmm fgt: out of memory\n");
-    if (!bad && m == 0) {
-        fprintf(stderr, "fmm fgt: %s file '%s' holds no points\n", what, path);
-        bad = 2;
-    }
-    if (bad) {
-        free(v);
-        return 1;
-    }
-    *n = m / *cols;
-    *out = v;
-    return 0;
-}
-
 int cli_fgt(int argc, char **argv) {
     const char *sources = NULL, *targets = NULL, *out = NULL;
     double h = 0;
@@ -120,47 +32,19 @@ int cli_fgt(int argc, char **argv) {
     long sample = 2000;
     fgt_opts o;
     fgt_default_opts(&o);
-    for (int i = 1; i < argc; ++i) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(help, stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--reference")) {
-            reference = 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "fmm fgt: %s needs a value (or unknown option)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        int bad = 0;
-        if (!strcmp(a, "--sources")) sources = v;
-        else if (!strcmp(a, "--targets")) targets = v;
-        else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--bandwidth")) bad = cli_parse_double(a, v, &h), have_h = 1;
-        else if (!strcmp(a, "--tolerance")) bad = cli_parse_double(a, v, &o.tolerance);
-        else if (!strcmp(a, "--threads")) bad = cli_parse_int(a, v, &o.threads);
-        else if (!strcmp(a, "--reference-sample")) {
-            bad = cli_parse_long(a, v, &sample);
-            if (!bad && sample < 1) {
-                fprintf(stderr, "fmm fgt: --reference-sample must be >= 1\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--device")) {
-            if (!strcmp(v, "cpu")) o.device = FMM_DEVICE_CPU;
-            else if (!strcmp(v, "cuda")) o.device = FMM_DEVICE_CUDA;
-            else {
-                fprintf(stderr, "fmm fgt: --device expects cpu or cuda, got '%s'\n", v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "fmm fgt: unknown option '%s' (try --help)\n", a);
-            return 2;
-        }
-        if (bad) return 2;
-    }
+    const cli_option opts[] = {
+        {"--sources", CLI_STRING, .s = &sources},
+        {"--targets", CLI_STRING, .s = &targets},
+        {"--bandwidth", CLI_DOUBLE, .d = &h, .given = &have_h},
+        {"--tolerance", CLI_DOUBLE, .d = &o.tolerance},
+        {"--device", CLI_CHOICE, .i = &o.device, .choices = cli_devices},
+        {"--threads", CLI_INT, .i = &o.threads},
+        {"--out", CLI_STRING, .s = &out},
+        {"--reference", CLI_FLAG, .i = &reference},
+        {"--reference-sample", CLI_LONG, .l = &sample, .min = 1, .max = INFINITY},
+        {0}};
+    int r = cli_parse_options("fgt", help, opts, argc, argv);
+    if (r) return r < 0 ? 0 : r;
     if (!sources) {
         fprintf(stderr, "fmm fgt: --sources FILE is required (try --help)\n");
         return 2;
@@ -173,33 +57,20 @@ int cli_fgt(int argc, char **argv) {
         fprintf(stderr, "fmm fgt: --bandwidth must be > 0, got %g\n", h);
         return 2;
     }
-    int cols = 0, tcols;
+    static const char *const layouts[] = {"x", "x y", "x y z"}; /* of targets, by dimension */
+    int cols, status = 1;
     long ns = 0, nt = 0;
-    double *sv = NULL, *tv = NULL;
-    if (read_rows(sources, "sources", &cols, &ns, &sv)) return 1;
-    if (cols < 2) {
-        fprintf(stderr, "fmm fgt: sources need x [y [z]] q: 2 to 4 columns, got %d\n", cols);
-        free(sv);
-        return 1;
-    }
-    const int dim = cols - 1;
-    tcols = dim;
-    if (targets && read_rows(targets, "targets", &tcols, &nt, &tv)) {
-        free(sv);
-        return 1;
-    }
-    int status = 1;
-    double *x = malloc(sizeof(double) * ns * dim), *q = malloc(sizeof(double) * ns);
-    if (!targets) nt = ns;
-    double *g = malloc(sizeof(double) * nt);
+    double *x = NULL, *q = NULL, *tv = NULL, *g = NULL;
     fgt_plan *plan = NULL;
-    if (!x || !q || !g) {
+    if (cli_read_rows("fgt", sources, "x [y [z]] q", 2, 4, &cols, &ns, &x, &q)) return 1;
+    const int dim = cols - 1;
+    if (targets && cli_read_rows("fgt", targets, layouts[dim - 1], dim, dim, NULL, &nt, &tv, NULL))
+        goto done;
+    if (!targets) nt = ns;
+    g = malloc(sizeof(double) * nt);
+    if (!g) {
         fprintf(stderr, "fmm fgt: out of memory\n");
         goto done;
-    }
-    for (long i = 0; i < ns; ++i) {
-        for (int d = 0; d < dim; ++d) x[i * dim + d] = sv[i * cols + d];
-        q[i] = sv[i * cols + dim];
     }
     const double *y = targets ? tv : x;
     double t0 = omp_get_wtime();
@@ -265,6 +136,6 @@ int cli_fgt(int argc, char **argv) {
     status = 0;
 done:
     fgt_destroy(plan);
-    free(sv), free(tv), free(x), free(q), free(g);
+    free(x), free(q), free(tv), free(g);
     return status;
 }

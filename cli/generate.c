@@ -16,36 +16,14 @@ static const char *help =
 int cli_generate(int argc, char **argv) {
     const char *kind = NULL, *out = NULL;
     long n = -1, seed = 1;
-    for (int i = 1; i < argc; ++i) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(help, stdout);
-            return 0;
-        }
-        if (a[0] != '-') {
-            if (kind) {
-                fprintf(stderr, "fmm generate: unexpected argument '%s'\n", a);
-                return 2;
-            }
-            kind = a;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "fmm generate: %s needs a value (or unknown option)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--n")) {
-            if (cli_parse_long(a, v, &n)) return 2;
-        } else if (!strcmp(a, "--seed")) {
-            if (cli_parse_long(a, v, &seed)) return 2;
-        } else if (!strcmp(a, "--out")) {
-            out = v;
-        } else {
-            fprintf(stderr, "fmm generate: unknown option '%s' (try --help)\n", a);
-            return 2;
-        }
-    }
+    const cli_option opts[] = {
+        {"KIND", CLI_ARG, .s = &kind},
+        {"--n", CLI_LONG, .l = &n},
+        {"--seed", CLI_LONG, .l = &seed},
+        {"--out", CLI_STRING, .s = &out},
+        {0}};
+    int r = cli_parse_options("generate", help, opts, argc, argv);
+    if (r) return r < 0 ? 0 : r;
     if (!kind || !out || n < 1) {
         fprintf(stderr, "fmm generate: need a kind, --n N >= 1 and --out FILE (try --help)\n");
         return 2;

@@ -1,4 +1,4 @@
-/* fmm: command-line front end. Subcommands: coulomb, generate. */
+/* fmm: command-line front end; each subcommand lives in cli/<name>.c. */
 #include <stdio.h>
 #include <string.h>
 

@@ -50,73 +50,6 @@ static const char *help =
     "  --repeat K         matvec: number of timed mat-vecs (default 3)\n"
     "  --sample K         matvec: targets for the error check (default 1000; 0 = none)\n";
 
-/* Reads rows of at least `ncol` numbers (first ncol kept; more allowed only if `extra`). */
-static int read_table(const char *path, int ncol, int extra, long *n_out, double **out) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "fmm rbf: cannot open '%s': %s\n", path, strerror(errno));
-        return 1;
-    }
-    long n = 0, cap = 1024, lineno = 0;
-    double *v = malloc(sizeof(double) * ncol * cap);
-    char line[4096];
-    if (!v) {
-        fclose(f);
-        fprintf(stderr, "fmm rbf: out of memory\n");
-        return 1;
-    }
-    while (fgets(line, sizeof line, f)) {
-        ++lineno;
-        if (!strchr(line, '\n') && !feof(f)) {
-            fprintf(stderr, "fmm rbf: %s:%ld: line too long\n", path, lineno);
-            goto bad;
-        }
-        char *p = line;
-        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') ++p;
-        if (!*p || *p == '#') continue;
-        if (n == cap) {
-            cap *= 2;
-            double *w = realloc(v, sizeof(double) * ncol * cap);
-            if (!w) {
-                fprintf(stderr, "fmm rbf: out of memory\n");
-                goto bad;
-            }
-            v = w;
-        }
-        int k = 0;
-        for (;;) {
-            while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') ++p;
-            if (!*p || *p == '#') break;
-            char *e;
-            double x = strtod(p, &e);
-            if (e == p || (*e && !strchr(" \t\r\n#", *e))) {
-                fprintf(stderr, "fmm rbf: %s:%ld: not a number\n", path, lineno);
-                goto bad;
-            }
-            if (k < ncol) v[n * ncol + k] = x;
-            ++k;
-            p = e;
-        }
-        if (k < ncol || (k > ncol && !extra)) {
-            fprintf(stderr, "fmm rbf: %s:%ld: expected %d numbers, found %d\n", path, lineno, ncol, k);
-            goto bad;
-        }
-        ++n;
-    }
-    if (ferror(f)) {
-        fprintf(stderr, "fmm rbf: error reading '%s'\n", path);
-        goto bad;
-    }
-    fclose(f);
-    *n_out = n;
-    *out = v;
-    return 0;
-bad:
-    fclose(f);
-    free(v);
-    return 1;
-}
-
 typedef struct {
     const char *centers, *out, *model, *points, *mesh, *disp;
     int have_shape, repeat;
@@ -124,81 +57,17 @@ typedef struct {
     fmm_rbf_opts o;
 } args;
 
-static int parse(int argc, char **argv, const char *cmd, args *A) {
-    memset(A, 0, sizeof *A);
-    fmm_rbf_default_opts(&A->o);
-    A->repeat = 3;
-    A->sample = 1000;
-    for (int i = 2; i < argc; ++i) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(help, stdout);
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "fmm rbf %s: %s needs a value (or unknown option)\n", cmd, a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        int bad = 0;
-        if (!strcmp(a, "--centers")) A->centers = v;
-        else if (!strcmp(a, "--out")) A->out = v;
-        else if (!strcmp(a, "--model")) A->model = v;
-        else if (!strcmp(a, "--points")) A->points = v;
-        else if (!strcmp(a, "--mesh")) A->mesh = v;
-        else if (!strcmp(a, "--displacements")) A->disp = v;
-        else if (!strcmp(a, "--shape")) bad = cli_parse_double(a, v, &A->o.shape), A->have_shape = 1;
-        else if (!strcmp(a, "--tolerance")) bad = cli_parse_double(a, v, &A->o.tolerance);
-        else if (!strcmp(a, "--series-tol")) bad = cli_parse_double(a, v, &A->o.series_tol);
-        else if (!strcmp(a, "--lset")) bad = cli_parse_int(a, v, &A->o.lset_size);
-        else if (!strcmp(a, "--max-iter")) bad = cli_parse_int(a, v, &A->o.max_iter);
-        else if (!strcmp(a, "--threads")) bad = cli_parse_int(a, v, &A->o.threads);
-        else if (!strcmp(a, "--repeat")) {
-            bad = cli_parse_int(a, v, &A->repeat);
-            if (!bad && A->repeat < 1) {
-                fprintf(stderr, "fmm rbf %s: --repeat must be >= 1\n", cmd);
-                return 2;
-            }
-        } else if (!strcmp(a, "--sample")) {
-            bad = cli_parse_long(a, v, &A->sample);
-            if (!bad && A->sample < 0) {
-                fprintf(stderr, "fmm rbf %s: --sample must be >= 0\n", cmd);
-                return 2;
-            }
-        } else if (!strcmp(a, "--seed")) {
-            long s;
-            bad = cli_parse_long(a, v, &s);
-            A->o.seed = (unsigned long long)s;
-        } else if (!strcmp(a, "--matvec")) {
-            if (!strcmp(v, "auto")) A->o.matvec = FMM_RBF_MATVEC_AUTO;
-            else if (!strcmp(v, "direct")) A->o.matvec = FMM_RBF_MATVEC_DIRECT;
-            else if (!strcmp(v, "series")) A->o.matvec = FMM_RBF_MATVEC_SERIES;
-            else if (!strcmp(v, "bldtt")) A->o.matvec = FMM_RBF_MATVEC_BLDTT;
-            else {
-                fprintf(stderr, "fmm rbf %s: --matvec expects auto, direct, series or bldtt, got '%s'\n", cmd, v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--device")) {
-            if (!strcmp(v, "cpu")) A->o.device = FMM_DEVICE_CPU;
-            else if (!strcmp(v, "cuda")) A->o.device = FMM_DEVICE_CUDA;
-            else {
-                fprintf(stderr, "fmm rbf %s: --device expects cpu or cuda, got '%s'\n", cmd, v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "fmm rbf %s: unknown option '%s' (try --help)\n", cmd, a);
-            return 2;
-        }
-        if (bad) return 2;
-    }
+/* 'x y z' rows, further columns ignored (a centres file 'x y z f' serves as points) */
+static int read_points(const char *cmd, const char *path, long *n, double **xyz) {
+    int cols;
+    if (cli_read_rows(cmd, path, "x y z ...", 3, 0, &cols, n, xyz, NULL)) return 1;
+    for (long i = 0; i < *n; ++i)
+        for (int k = 0; k < 3; ++k) (*xyz)[3 * i + k] = (*xyz)[cols * i + k];
     return 0;
 }
 
-static const char *mv_name(int m) {
-    return m == FMM_RBF_MATVEC_DIRECT ? "direct" : m == FMM_RBF_MATVEC_SERIES ? "series"
-                                               : m == FMM_RBF_MATVEC_BLDTT  ? "bldtt"
-                                                                            : "auto";
-}
+/* --matvec names, in the order of enum fmm_rbf_matvec */
+static const char *const matvecs[] = {"auto", "direct", "series", "bldtt", NULL};
 
 static int need(const char *cmd, const char *v, const char *opt) {
     if (v) return 0;
@@ -213,18 +82,15 @@ static int cmd_fit(args *A) {
         return 2;
     }
     long n;
-    double *t;
-    if (read_table(A->centers, 4, 0, &n, &t)) return 1;
+    double *xyz, *f;
+    if (cli_read_rows("rbf fit", A->centers, "x y z f", 4, 4, NULL, &n, &xyz, &f)) return 1;
     int status = 1;
-    double *xyz = malloc(sizeof(double) * 3 * (n > 0 ? n : 1)), *f = malloc(sizeof(double) * (n > 0 ? n : 1));
-    double *lam = malloc(sizeof(double) * (n > 0 ? n : 1));
+    double *lam = malloc(sizeof(double) * n);
     fmm_rbf_plan *p = NULL;
-    if (!xyz || !f || !lam) {
+    if (!lam) {
         fprintf(stderr, "fmm rbf fit: out of memory\n");
         goto done;
     }
-    for (long i = 0; i < n; ++i)
-        xyz[3 * i] = t[4 * i], xyz[3 * i + 1] = t[4 * i + 1], xyz[3 * i + 2] = t[4 * i + 2], f[i] = t[4 * i + 3];
     double t0 = omp_get_wtime(), alpha = 0;
     fmm_rbf_result r;
     int rc = fmm_rbf_makeplan(&A->o, &p);
@@ -249,11 +115,11 @@ static int cmd_fit(args *A) {
         goto done;
     }
     printf("n %ld\niterations %d\nmax_residual %.6e\nmatvec %s\nsetup_s %.6f\nfit_s %.6f\ntime_s %.6f\n", n,
-           r.iterations, r.max_residual, mv_name(r.matvec), r.time_setup_s, r.time_fit_s, t1 - t0);
+           r.iterations, r.max_residual, matvecs[r.matvec], r.time_setup_s, r.time_fit_s, t1 - t0);
     status = 0;
 done:
     fmm_rbf_destroy(p);
-    free(t), free(xyz), free(f), free(lam);
+    free(xyz), free(f), free(lam);
     return status;
 }
 
@@ -310,13 +176,13 @@ static int cmd_eval(args *A) {
     double shape = 0, alpha = 0, *rows, *pts;
     long n, m;
     if (read_model(A->model, &shape, &alpha, &n, &rows)) return 1;
-    if (read_table(A->points, 3, 1, &m, &pts)) {
+    if (read_points("rbf eval", A->points, &m, &pts)) {
         free(rows);
         return 1;
     }
     int status = 1;
     double *xyz = malloc(sizeof(double) * 3 * (n > 0 ? n : 1)), *lam = malloc(sizeof(double) * (n > 0 ? n : 1));
-    double *s = malloc(sizeof(double) * (m > 0 ? m : 1));
+    double *s = malloc(sizeof(double) * m);
     fmm_rbf_plan *p = NULL;
     if (!xyz || !lam || !s) {
         fprintf(stderr, "fmm rbf eval: out of memory\n");
@@ -366,12 +232,12 @@ static int cmd_deform(args *A) {
     }
     long nb;
     double *t;
-    if (read_table(A->disp, 6, 0, &nb, &t)) {
+    if (cli_read_rows("rbf deform", A->disp, "x y z dx dy dz", 6, 6, NULL, &nb, &t, NULL)) {
         fmm_vtk_free(&mesh);
         return 1;
     }
     int status = 1;
-    double *b = malloc(sizeof(double) * 3 * (nb > 0 ? nb : 1)), *d = malloc(sizeof(double) * 3 * (nb > 0 ? nb : 1));
+    double *b = malloc(sizeof(double) * 3 * nb), *d = malloc(sizeof(double) * 3 * nb);
     memset(&moved, 0, sizeof moved);
     moved = mesh;
     moved.xyz = malloc(sizeof(double) * 3 * (mesh.npoints > 0 ? mesh.npoints : 1));
@@ -429,18 +295,16 @@ static int cmd_matvec(args *A) {
         return 2;
     }
     long n;
-    double *t;
-    if (read_table(A->centers, 3, 1, &n, &t)) return 1;
+    double *xyz;
+    if (read_points("rbf matvec", A->centers, &n, &xyz)) return 1;
     int status = 1, rc;
-    double *xyz = malloc(sizeof(double) * 3 * (n > 0 ? n : 1)), *w = malloc(sizeof(double) * (n > 0 ? n : 1));
-    double *out = malloc(sizeof(double) * (n > 0 ? n : 1)), *ms = malloc(sizeof(double) * A->repeat);
+    double *w = malloc(sizeof(double) * n), *out = malloc(sizeof(double) * n);
+    double *ms = malloc(sizeof(double) * A->repeat);
     fmm_rbf_plan *p = NULL, *ref = NULL;
-    if (!xyz || !w || !out || !ms) {
+    if (!w || !out || !ms) {
         fprintf(stderr, "fmm rbf matvec: out of memory\n");
         goto done;
     }
-    for (long i = 0; i < n; ++i)
-        for (int k = 0; k < 3; ++k) xyz[3 * i + k] = t[3 * i + k];
     unsigned long long st = A->o.seed * 2654435761ULL + 12345;
     double sum = 0;
     for (long i = 0; i < n; ++i) {
@@ -460,7 +324,7 @@ static int cmd_matvec(args *A) {
     qsort(ms, A->repeat, sizeof(double), cmp_d);
     int mv;
     fmm_rbf_get_method(p, &mv, NULL);
-    printf("n %ld\nmatvec %s\ndevice %s\nmatvec_s %.6f\n", n, mv_name(mv), A->o.device ? "cuda" : "cpu",
+    printf("n %ld\nmatvec %s\ndevice %s\nmatvec_s %.6f\n", n, matvecs[mv], A->o.device ? "cuda" : "cpu",
            ms[A->repeat / 2] / 1e3);
     long m = A->sample < n ? A->sample : n;
     if (m > 0) {
@@ -498,7 +362,7 @@ static int cmd_matvec(args *A) {
 done:
     fmm_rbf_destroy(p);
     fmm_rbf_destroy(ref);
-    free(t), free(xyz), free(w), free(out), free(ms);
+    free(xyz), free(w), free(out), free(ms);
     return status;
 }
 
@@ -516,10 +380,33 @@ int cli_rbf(int argc, char **argv) {
         fprintf(stderr, "fmm rbf: unknown subcommand '%s' (fit, eval, deform, matvec; try --help)\n", cmd);
         return 2;
     }
-    args A;
-    int r = parse(argc, argv, cmd, &A);
-    if (r == -1) return 0;
-    if (r) return r;
+    args A = {.repeat = 3, .sample = 1000};
+    fmm_rbf_default_opts(&A.o);
+    long seed = (long)A.o.seed;
+    const cli_option opts[] = {
+        {"--centers", CLI_STRING, .s = &A.centers},
+        {"--out", CLI_STRING, .s = &A.out},
+        {"--model", CLI_STRING, .s = &A.model},
+        {"--points", CLI_STRING, .s = &A.points},
+        {"--mesh", CLI_STRING, .s = &A.mesh},
+        {"--displacements", CLI_STRING, .s = &A.disp},
+        {"--shape", CLI_DOUBLE, .d = &A.o.shape, .given = &A.have_shape},
+        {"--tolerance", CLI_DOUBLE, .d = &A.o.tolerance},
+        {"--lset", CLI_INT, .i = &A.o.lset_size},
+        {"--max-iter", CLI_INT, .i = &A.o.max_iter},
+        {"--matvec", CLI_CHOICE, .i = &A.o.matvec, .choices = matvecs},
+        {"--series-tol", CLI_DOUBLE, .d = &A.o.series_tol},
+        {"--device", CLI_CHOICE, .i = &A.o.device, .choices = cli_devices},
+        {"--threads", CLI_INT, .i = &A.o.threads},
+        {"--seed", CLI_LONG, .l = &seed},
+        {"--repeat", CLI_INT, .i = &A.repeat, .min = 1, .max = INFINITY},
+        {"--sample", CLI_LONG, .l = &A.sample, .min = 0, .max = INFINITY},
+        {0}};
+    char name[16];
+    snprintf(name, sizeof name, "rbf %s", cmd);
+    int r = cli_parse_options(name, help, opts, argc - 1, argv + 1);
+    if (r) return r < 0 ? 0 : r;
+    A.o.seed = (unsigned long long)seed;
     if (!strcmp(cmd, "fit")) return cmd_fit(&A);
     if (!strcmp(cmd, "eval")) return cmd_eval(&A);
     if (!strcmp(cmd, "deform")) return cmd_deform(&A);
