@@ -7,62 +7,8 @@
 # energy/order/depth/time_s (+ the errors with --reference) on stdout; every bad input exits
 # non-zero with exactly one line on stderr and no energy line on stdout.
 # Prints one PASS/FAIL line per case and, last, "N passed, M failed"; exits 1 if any failed.
-set -u
-
-FMM=${1:?usage: test_cli.sh path/to/fmm}
-if [ ! -x "$FMM" ]; then
-    echo "test_cli.sh: '$FMM' is not an executable" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/fmm_cli_test.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-npass=0
-nfail=0
-pass() {
-    echo "PASS $1"
-    npass=$((npass + 1))
-}
-fail() {
-    echo "FAIL $1: $2"
-    nfail=$((nfail + 1))
-    if [ -s "$tmp/stderr" ]; then sed 's/^/    stderr: /' "$tmp/stderr" | head -5; fi
-}
-
-# run ARGS...: runs fmm, leaves stdout/stderr in $tmp/stdout, $tmp/stderr and the status in $rc
-rc=0
-run() {
-    "$FMM" "$@" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null
-    rc=$?
-}
-# number of lines, counting a last line without a newline
-nlines() { awk 'END { print NR }' "$1"; }
-# value of the stdout line "KEY value"
-value() { awk -v k="$1" '$1 == k { print $2; exit }' "$tmp/stdout"; }
-# awk numeric test: is_true 'EXPR' (variables a, b passed as -v)
-is_le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 == a && a <= b) }'; }
-
-# expect_bad NAME ARGS...: non-zero exit (not a crash), one stderr line, no energy line
-expect_bad() {
-    local name=$1
-    shift
-    run "$@"
-    local ne
-    ne=$(nlines "$tmp/stderr")
-    if [ "$rc" -eq 0 ]; then
-        fail "$name" "exit status 0, expected non-zero"
-    elif [ "$rc" -ge 124 ]; then
-        fail "$name" "exit status $rc (crash, signal or timeout)"
-    elif [ "$ne" -ne 1 ]; then
-        fail "$name" "$ne lines on stderr, expected exactly 1"
-    elif grep -q '^energy' "$tmp/stdout"; then
-        fail "$name" "stdout has an energy line"
-    else
-        pass "$name"
-    fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+result_line='^energy'
 
 # ---------------------------------------------------------------------------------------
 # input files
@@ -107,12 +53,8 @@ printf '0.1 0.2 0.3 1\n0.5 0.5 0.5 -2\n0.1 0.2 0.3 1\n' >"$coincident"
 # help
 run --help
 if [ "$rc" -eq 0 ] && [ -s "$tmp/stdout" ]; then pass "fmm --help"; else fail "fmm --help" "exit $rc"; fi
-run coulomb --help
-if [ "$rc" -eq 0 ] && grep -q -- '--in' "$tmp/stdout"; then
-    pass "fmm coulomb --help"
-else
-    fail "fmm coulomb --help" "exit $rc or no --in in the help text"
-fi
+expect_help coulomb --in --out --box --periodic --vacuum --tolerance --order --depth --leaf --threads \
+    --device --repeat --reference --reference-sample
 
 # ---------------------------------------------------------------------------------------
 # a good run with --out and --reference
@@ -262,7 +204,7 @@ ecpu=$(value energy)
 run coulomb --in "$good" --order 6 --depth 2 --device cuda
 if [ "$rc" -eq 0 ]; then
     egpu=$(value energy)
-    if awk -v a="$egpu" -v b="$ecpu" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b; exit !(d <= 1e-12 * m) }'; then
+    if is_close "$egpu" "$ecpu" 1e-12; then
         pass "$name"
     else
         fail "$name" "cuda energy '$egpu' vs cpu '$ecpu'"
@@ -274,9 +216,20 @@ else
 fi
 expect_bad "unknown command" frobnicate --in "$good"
 
+# generate: a kind, then options; its output is coulomb's input
+expect_help generate uniform plummer sphere water --n --seed --out
+name="generate water --n 50: 150 atoms and the box edge, read back by coulomb"
+run generate water --n 50 --seed 3 --out "$tmp/water.txt"
+L=$(value box)
+run coulomb --in "$tmp/water.txt" --periodic --box "$L"
+if [ "$rc" -eq 0 ] && [ "$(value n)" = 150 ]; then pass "$name"; else fail "$name" "exit $rc, n '$(value n)'"; fi
+expect_bad "generate: no kind" generate --n 10 --out "$tmp/g.txt"
+expect_bad "generate: unknown kind" generate cube --n 10 --out "$tmp/g.txt"
+expect_bad "generate: two kinds" generate uniform sphere --n 10 --out "$tmp/g.txt"
+expect_bad "generate: --n 0" generate uniform --n 0 --out "$tmp/g.txt"
+
 name="no arguments at all"
 run
 if [ "$rc" -ne 0 ] && [ "$rc" -lt 124 ]; then pass "$name"; else fail "$name" "exit $rc"; fi
 
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+finish

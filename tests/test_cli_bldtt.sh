@@ -6,41 +6,8 @@
 # Good input runs, writes one line per target (input order) and prints time_s (+ rel_l2_error
 # with --reference) on stdout; every bad input exits non-zero with exactly one line on stderr
 # and no time_s line on stdout. Prints PASS/FAIL per case and "N passed, M failed" last.
-set -u
-
-FMM=${1:?usage: test_cli_bldtt.sh path/to/fmm}
-if [ ! -x "$FMM" ]; then
-    echo "test_cli_bldtt.sh: '$FMM' is not an executable" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/fmm_cli_bldtt.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-npass=0
-nfail=0
-pass() { echo "PASS $1"; npass=$((npass + 1)); }
-fail() {
-    echo "FAIL $1: $2"
-    nfail=$((nfail + 1))
-    if [ -s "$tmp/stderr" ]; then sed 's/^/    stderr: /' "$tmp/stderr" | head -5; fi
-}
-rc=0
-run() { "$FMM" "$@" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null; rc=$?; }
-nlines() { awk 'END { print NR }' "$1"; }
-value() { awk -v k="$1" '$1 == k { print $2; exit }' "$tmp/stdout"; }
-is_le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 == a && a <= b) }'; }
-expect_bad() {
-    local name=$1
-    shift
-    run "$@"
-    local ne
-    ne=$(nlines "$tmp/stderr")
-    if [ "$rc" -eq 0 ]; then fail "$name" "exit status 0, expected non-zero"
-    elif [ "$rc" -ge 124 ]; then fail "$name" "exit status $rc (crash, signal or timeout)"
-    elif [ "$ne" -ne 1 ]; then fail "$name" "$ne lines on stderr, expected exactly 1"
-    elif grep -q '^time_s' "$tmp/stdout"; then fail "$name" "stdout has a time_s line"
-    else pass "$name"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+result_line='^time_s'
 
 src="$tmp/src.txt"
 N=4000
@@ -51,9 +18,8 @@ trg="$tmp/trg.txt"
 awk 'BEGIN { srand(12); print "# x y z"; for (i = 0; i < 1500; i++)
     printf "%.17g %.17g %.17g\n", 3*rand()-1.5, 3*rand()-1.5, 3*rand()-1.5 }' >"$trg"
 
-run bldtt --help
-if [ "$rc" -eq 0 ] && grep -q -- '--sources' "$tmp/stdout" && grep -q -- '--kernel' "$tmp/stdout"; then
-    pass "fmm bldtt --help"; else fail "fmm bldtt --help" "exit $rc or options missing"; fi
+expect_help bldtt --sources --targets --kernel --param --theta --degree --leaf --method --device \
+    --threads --gradient --out --reference --reference-sample
 run --help
 if grep -q bldtt "$tmp/stdout"; then pass "fmm --help lists bldtt"; else fail "fmm --help lists bldtt" "missing"; fi
 
@@ -83,7 +49,7 @@ ref=$(awk -v tx="$(awk '!/^#/ && NF {print $1; exit}' "$trg")" -v ty="$(awk '!/^
     -v tz="$(awk '!/^#/ && NF {print $3; exit}' "$trg")" \
     '!/^#/ && NF == 4 { d = sqrt(($1-tx)^2 + ($2-ty)^2 + ($3-tz)^2); if (d > 0) s += $4 / d } END { printf "%.17g", s }' "$src")
 got=$(awk 'NR == 1 {print $1}' "$tmp/out.txt")
-if awk -v a="$got" -v b="$ref" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b; exit !(d <= 1e-3 * m + 1e-9) }'; then
+if is_close "$got" "$ref" 1e-3 1e-9; then
     pass "$name ($got vs $ref)"; else fail "$name" "$got vs $ref"; fi
 name="--method bltc"
 run bldtt --sources "$src" --method bltc --degree 6 --leaf 100 --reference
@@ -131,5 +97,4 @@ else
     if [ "$rc" -eq 0 ] && is_le "$(value rel_l2_error)" 1e-4; then pass "--device cuda"; else fail "--device cuda" "exit $rc"; fi
 fi
 
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+finish

@@ -6,47 +6,8 @@
 # Good input runs, writes one value per target (target order), prints time_s and, with
 # --reference, max_abs_error_over_sum_q <= tolerance; every bad input exits non-zero with
 # exactly one line on stderr and no time_s line on stdout.
-set -u
-
-FMM=${1:?usage: test_cli_fgt.sh path/to/fmm}
-if [ ! -x "$FMM" ]; then
-    echo "test_cli_fgt.sh: '$FMM' is not an executable" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/fmm_cli_fgt.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-
-npass=0
-nfail=0
-pass() { echo "PASS $1"; npass=$((npass + 1)); }
-fail() {
-    echo "FAIL $1: $2"
-    nfail=$((nfail + 1))
-    if [ -s "$tmp/stderr" ]; then sed 's/^/    stderr: /' "$tmp/stderr" | head -5; fi
-}
-rc=0
-run() {
-    "$FMM" fgt "$@" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null
-    rc=$?
-}
-nlines() { awk 'END { print NR }' "$1"; }
-value() { awk -v k="$1" '$1 == k { print $2; exit }' "$tmp/stdout"; }
-is_le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 == a && a <= b) }'; }
-
-expect_bad() {
-    local name=$1
-    shift
-    run "$@"
-    local ne
-    ne=$(nlines "$tmp/stderr")
-    if [ "$rc" -eq 0 ]; then fail "$name" "exit status 0, expected non-zero"
-    elif [ "$rc" -ge 124 ]; then fail "$name" "exit status $rc (crash, signal or timeout)"
-    elif [ "$ne" -ne 1 ]; then fail "$name" "$ne lines on stderr, expected exactly 1"
-    elif grep -q '^time_s' "$tmp/stdout"; then fail "$name" "stdout has a time_s line"
-    else pass "$name"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+result_line='^time_s'
 
 # good runs: dims 1-3, with and without targets
 for dim in 1 2 3; do
@@ -57,7 +18,7 @@ for dim in 1 2 3; do
         for (i = 0; i < n; i++) { for (k = 0; k < d; k++) printf "%.17g%s", rand(), (k < d - 1 ? " " : "\n") } }' >"$tmp/trg$dim.txt"
     for tol in 1e-3 1e-8; do
         name="good dim $dim tol $tol"
-        run --sources "$tmp/src$dim.txt" --targets "$tmp/trg$dim.txt" --bandwidth 0.1 --tolerance $tol \
+        run fgt --sources "$tmp/src$dim.txt" --targets "$tmp/trg$dim.txt" --bandwidth 0.1 --tolerance $tol \
             --out "$tmp/g.txt" --reference --threads 2
         e=$(value max_abs_error_over_sum_q)
         if [ "$rc" -ne 0 ]; then fail "$name" "exit status $rc"
@@ -69,12 +30,11 @@ for dim in 1 2 3; do
     done
 done
 name="targets default to the sources"
-run --sources "$tmp/src3.txt" --bandwidth 0.05 --out "$tmp/g.txt" --reference
+run fgt --sources "$tmp/src3.txt" --bandwidth 0.05 --out "$tmp/g.txt" --reference
 if [ "$rc" -eq 0 ] && [ "$(nlines "$tmp/g.txt")" -eq 2000 ] && is_le "$(value max_abs_error_over_sum_q)" 1e-6; then
     pass "$name"; else fail "$name" "rc $rc, $(nlines "$tmp/g.txt") lines, error '$(value max_abs_error_over_sum_q)'"; fi
-name="--help"
-"$FMM" fgt --help >"$tmp/stdout" 2>"$tmp/stderr"
-if [ $? -eq 0 ] && grep -q -- '--bandwidth' "$tmp/stdout" && grep -q -- '--reference' "$tmp/stdout"; then pass "$name"; else fail "$name" "no usage"; fi
+expect_help fgt --sources --targets --bandwidth --tolerance --device --threads --out --reference \
+    --reference-sample
 
 # bad input
 printf '0.1 0.2 0.3 1\nnan 0.2 0.3 1\n' >"$tmp/nan.txt"
@@ -83,27 +43,26 @@ printf '# nothing\n\n' >"$tmp/empty.txt"
 printf '0.1 0.2 0.3 1\n0.1 abc 0.3 1\n' >"$tmp/text.txt"
 printf '0.5\n0.7\n' >"$tmp/onecol.txt"
 printf '0.1 0.2\n' >"$tmp/trg2col.txt"
-expect_bad "no --sources" --bandwidth 0.1
-expect_bad "no --bandwidth" --sources "$tmp/src3.txt"
-expect_bad "bandwidth 0" --sources "$tmp/src3.txt" --bandwidth 0
-expect_bad "bandwidth negative" --sources "$tmp/src3.txt" --bandwidth -0.1
-expect_bad "bandwidth nan" --sources "$tmp/src3.txt" --bandwidth nan
-expect_bad "bandwidth text" --sources "$tmp/src3.txt" --bandwidth wide
-expect_bad "tolerance too small" --sources "$tmp/src3.txt" --bandwidth 0.1 --tolerance 1e-15
-expect_bad "tolerance too large" --sources "$tmp/src3.txt" --bandwidth 0.1 --tolerance 0.5
-expect_bad "missing file" --sources "$tmp/none.txt" --bandwidth 0.1
-expect_bad "NaN coordinate" --sources "$tmp/nan.txt" --bandwidth 0.1
-expect_bad "ragged rows" --sources "$tmp/ragged.txt" --bandwidth 0.1
-expect_bad "empty file" --sources "$tmp/empty.txt" --bandwidth 0.1
-expect_bad "non-numeric" --sources "$tmp/text.txt" --bandwidth 0.1
-expect_bad "one column" --sources "$tmp/onecol.txt" --bandwidth 0.1
-expect_bad "targets of another dimension" --sources "$tmp/src3.txt" --targets "$tmp/trg2col.txt" --bandwidth 0.1
-expect_bad "empty targets" --sources "$tmp/src3.txt" --targets "$tmp/empty.txt" --bandwidth 0.1
-expect_bad "bad device" --sources "$tmp/src3.txt" --bandwidth 0.1 --device tpu
-expect_bad "negative threads" --sources "$tmp/src3.txt" --bandwidth 0.1 --threads -2
-expect_bad "unknown option" --sources "$tmp/src3.txt" --bandwidth 0.1 --frobnicate 1
-expect_bad "option without value" --sources "$tmp/src3.txt" --bandwidth
-expect_bad "unwritable --out" --sources "$tmp/src3.txt" --bandwidth 0.1 --out "$tmp/no/such/dir/g.txt"
+expect_bad "no --sources" fgt --bandwidth 0.1
+expect_bad "no --bandwidth" fgt --sources "$tmp/src3.txt"
+expect_bad "bandwidth 0" fgt --sources "$tmp/src3.txt" --bandwidth 0
+expect_bad "bandwidth negative" fgt --sources "$tmp/src3.txt" --bandwidth -0.1
+expect_bad "bandwidth nan" fgt --sources "$tmp/src3.txt" --bandwidth nan
+expect_bad "bandwidth text" fgt --sources "$tmp/src3.txt" --bandwidth wide
+expect_bad "tolerance too small" fgt --sources "$tmp/src3.txt" --bandwidth 0.1 --tolerance 1e-15
+expect_bad "tolerance too large" fgt --sources "$tmp/src3.txt" --bandwidth 0.1 --tolerance 0.5
+expect_bad "missing file" fgt --sources "$tmp/none.txt" --bandwidth 0.1
+expect_bad "NaN coordinate" fgt --sources "$tmp/nan.txt" --bandwidth 0.1
+expect_bad "ragged rows" fgt --sources "$tmp/ragged.txt" --bandwidth 0.1
+expect_bad "empty file" fgt --sources "$tmp/empty.txt" --bandwidth 0.1
+expect_bad "non-numeric" fgt --sources "$tmp/text.txt" --bandwidth 0.1
+expect_bad "one column" fgt --sources "$tmp/onecol.txt" --bandwidth 0.1
+expect_bad "targets of another dimension" fgt --sources "$tmp/src3.txt" --targets "$tmp/trg2col.txt" --bandwidth 0.1
+expect_bad "empty targets" fgt --sources "$tmp/src3.txt" --targets "$tmp/empty.txt" --bandwidth 0.1
+expect_bad "bad device" fgt --sources "$tmp/src3.txt" --bandwidth 0.1 --device tpu
+expect_bad "negative threads" fgt --sources "$tmp/src3.txt" --bandwidth 0.1 --threads -2
+expect_bad "unknown option" fgt --sources "$tmp/src3.txt" --bandwidth 0.1 --frobnicate 1
+expect_bad "option without value" fgt --sources "$tmp/src3.txt" --bandwidth
+expect_bad "unwritable --out" fgt --sources "$tmp/src3.txt" --bandwidth 0.1 --out "$tmp/no/such/dir/g.txt"
 
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+finish

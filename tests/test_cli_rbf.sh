@@ -4,35 +4,15 @@
 # Good input: exit 0, empty stderr, the documented stdout keys, output files of the right shape,
 # the fitted model reproducing the data at the centres; bad input: non-zero exit (no crash)
 # and exactly one line on stderr. Last line: "N passed, M failed"; exit 1 if any failed.
-set -u
-FMM=${1:?usage: test_cli_rbf.sh path/to/fmm}
-if [ ! -x "$FMM" ]; then echo "test_cli_rbf.sh: '$FMM' is not an executable" >&2; echo "0 passed, 1 failed"; exit 1; fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/fmm_cli_rbf.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-npass=0; nfail=0
-pass() { echo "PASS $1"; npass=$((npass + 1)); }
-fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); if [ -s "$tmp/stderr" ]; then sed 's/^/    stderr: /' "$tmp/stderr" | head -5; fi; }
-rc=0
-run() { "$FMM" "$@" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null; rc=$?; }
-value() { awk -v k="$1" '$1 == k { print $2; exit }' "$tmp/stdout"; }
-nlines() { awk 'END { print NR }' "$1"; }
-expect_bad() {
-    local name=$1; shift
-    run "$@"
-    local ne; ne=$(nlines "$tmp/stderr")
-    if [ "$rc" -eq 0 ]; then fail "$name" "exit status 0, expected non-zero"
-    elif [ "$rc" -ge 124 ]; then fail "$name" "exit status $rc (crash, signal or timeout)"
-    elif [ "$ne" -ne 1 ]; then fail "$name" "$ne lines on stderr, expected exactly 1"
-    elif grep -q '^iterations' "$tmp/stdout"; then fail "$name" "stdout has an iterations line"
-    else pass "$name"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+result_line='^iterations'
 
 c="$tmp/centers.txt"
 awk 'BEGIN { srand(11); print "# x y z f"; for (i = 0; i < 1500; i++) { x = rand(); y = rand(); z = rand();
       printf "%.17g %.17g %.17g %.17g\n", x, y, z, exp(x) * sin(3 * y) + z * z } }' >"$c"
 
-run rbf --help
-if [ "$rc" -eq 0 ] && grep -q -- '--centers' "$tmp/stdout" && grep -q -- '--displacements' "$tmp/stdout"; then pass "rbf --help"; else fail "rbf --help" "exit $rc"; fi
+expect_help rbf fit eval deform matvec --centers --out --model --points --mesh --displacements --shape \
+    --tolerance --lset --max-iter --matvec --series-tol --device --threads --seed --repeat --sample
 
 run rbf fit --centers "$c" --shape 0.05 --tolerance 1e-9 --out "$tmp/model.txt"
 if [ "$rc" -ne 0 ]; then fail "fit" "exit $rc"; else
@@ -41,18 +21,18 @@ if [ "$rc" -ne 0 ]; then fail "fit" "exit $rc"; else
     ok=1; for k in n iterations max_residual time_s; do [ -n "$(value $k)" ] || ok=0; done
     if [ $ok -eq 1 ]; then pass "fit: stdout keys"; else fail "fit: stdout keys" "$(cat "$tmp/stdout")"; fi
     r=$(value max_residual)
-    if awk -v a="$r" 'BEGIN { exit !(a + 0 <= 1e-9) }'; then pass "fit: max_residual <= tolerance"; else fail "fit: max_residual" "$r"; fi
+    if is_le "$r" 1e-9; then pass "fit: max_residual <= tolerance"; else fail "fit: max_residual" "$r"; fi
     run rbf eval --model "$tmp/model.txt" --points "$c" --out "$tmp/s.txt"
     if [ "$rc" -ne 0 ]; then fail "eval" "exit $rc"; else
         pass "eval"
         nl=$(nlines "$tmp/s.txt")
         if [ "$nl" -eq 1500 ]; then pass "eval: one value per point"; else fail "eval: lines" "$nl"; fi
         err=$(grep -v '^#' "$c" | paste - "$tmp/s.txt" | awk '{ d = $5 - $4; if (d < 0) d = -d; if (d > m) m = d; a = $4 < 0 ? -$4 : $4; if (a > fm) fm = a } END { printf "%.3e", m / fm }')
-        if awk -v a="$err" 'BEGIN { exit !(a + 0 <= 1e-9) }'; then pass "eval: reproduces the data ($err)"; else fail "eval: reproduces the data" "$err"; fi
+        if is_le "$err" 1e-9; then pass "eval: reproduces the data ($err)"; else fail "eval: reproduces the data" "$err"; fi
     fi
 fi
 run rbf matvec --centers "$c" --shape 0.05 --repeat 1 --sample 100
-if [ "$rc" -eq 0 ] && [ -n "$(value matvec_s)" ] && awk -v a="$(value rel_error)" 'BEGIN { exit !(a + 0 <= 1e-12) }'; then pass "matvec"; else fail "matvec" "exit $rc"; fi
+if [ "$rc" -eq 0 ] && [ -n "$(value matvec_s)" ] && is_le "$(value rel_error)" 1e-12; then pass "matvec"; else fail "matvec" "exit $rc"; fi
 
 # deformation: a small hexahedral mesh (2x2x2 cells of a cube), its 8 corners displaced
 m="$tmp/cube.vtk"
@@ -102,5 +82,4 @@ expect_bad "deform: malformed mesh" rbf deform --mesh "$tmp/garbage.vtk" --displ
 expect_bad "deform: missing mesh" rbf deform --mesh "$tmp/none.vtk" --displacements "$d" --out "$tmp/x.vtk"
 expect_bad "deform: bad displacements" rbf deform --mesh "$m" --displacements "$tmp/short.txt" --out "$tmp/x.vtk"
 
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+finish

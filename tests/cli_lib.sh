@@ -1,0 +1,85 @@
+# cli_lib.sh - the harness shared by tests/test_cli*.sh, sourced by each (not a test itself:
+# the ctest glob takes tests/test_cli*.sh only).
+#
+# The sourcing script passes its own arguments (the path of the fmm executable) and sets
+# result_line, the regex of the stdout line that a failed run must not print. The cases print
+# one PASS/FAIL line each; finish prints "N passed, M failed" and fails if any case failed.
+set -u
+
+FMM=${1:?usage: $(basename "$0") path/to/fmm}
+if [ ! -x "$FMM" ]; then
+    echo "$(basename "$0"): '$FMM' is not an executable" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/fmm_$(basename "$0" .sh).XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+npass=0
+nfail=0
+pass() {
+    echo "PASS $1"
+    npass=$((npass + 1))
+}
+fail() {
+    echo "FAIL $1: $2"
+    nfail=$((nfail + 1))
+    if [ -s "$tmp/stderr" ]; then sed 's/^/    stderr: /' "$tmp/stderr" | head -5; fi
+}
+finish() {
+    echo "$npass passed, $nfail failed"
+    [ "$nfail" -eq 0 ]
+}
+
+# run ARGS...: runs fmm, leaves stdout/stderr in $tmp/stdout, $tmp/stderr and the status in $rc
+rc=0
+run() {
+    "$FMM" "$@" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null
+    rc=$?
+}
+# number of lines, counting a last line without a newline
+nlines() { awk 'END { print NR }' "$1"; }
+# value of the stdout line "KEY value"
+value() { awk -v k="$1" '$1 == k { print $2; exit }' "$tmp/stdout"; }
+# is_le A B: A is a number <= B
+is_le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 == a && a <= b) }'; }
+# is_close A B RTOL [ATOL]: |A - B| <= RTOL |B| + ATOL
+is_close() {
+    awk -v a="$1" -v b="$2" -v r="$3" -v t="${4:-0}" \
+        'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b; exit !(a + 0 == a && d <= r * m + t) }'
+}
+
+# expect_help CMD OPTION...: `fmm CMD --help` exits 0 and its text names every OPTION
+expect_help() {
+    local cmd=$1 missing= opt
+    shift
+    run "$cmd" --help
+    for opt in "$@"; do grep -qF -- "$opt" "$tmp/stdout" || missing="$missing $opt"; done
+    if [ "$rc" -ne 0 ]; then
+        fail "fmm $cmd --help" "exit status $rc"
+    elif [ -n "$missing" ]; then
+        fail "fmm $cmd --help" "does not document$missing"
+    else
+        pass "fmm $cmd --help"
+    fi
+}
+
+# expect_bad NAME ARGS...: non-zero exit (not a crash), one stderr line, no $result_line on stdout
+expect_bad() {
+    local name=$1 ne
+    shift
+    run "$@"
+    ne=$(nlines "$tmp/stderr")
+    if [ "$rc" -eq 0 ]; then
+        fail "$name" "exit status 0, expected non-zero"
+    elif [ "$rc" -ge 124 ]; then
+        fail "$name" "exit status $rc (crash, signal or timeout)"
+    elif [ "$ne" -ne 1 ]; then
+        fail "$name" "$ne lines on stderr, expected exactly 1"
+    elif grep -q "$result_line" "$tmp/stdout"; then
+        fail "$name" "stdout has a line matching '$result_line'"
+    else
+        pass "$name"
+    fi
+}
