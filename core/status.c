@@ -7,7 +7,7 @@ const char *fmm_strerror(int status) {
     case FMM_ERR_NPTS: return "number of particles must be at least 1";
     case FMM_ERR_NONFINITE: return "non-finite (NaN or Inf) coordinate or charge";
     case FMM_ERR_TOLERANCE: return "tolerance out of range [1e-12, 1e-3]";
-    case FMM_ERR_ORDER: return "expansion order out of range [1, 30]";
+    case FMM_ERR_ORDER: return "expansion order out of range [1, 50]";
     case FMM_ERR_DEPTH: return "tree depth out of range [-1 (adaptive), 20]";
     case FMM_ERR_LEAF: return "leaf size out of range [0 (automatic), 4096]";
     case FMM_ERR_BOX: return "box edges must be finite and positive; periodic boxes must be cubic (given or required)";
