@@ -223,6 +223,14 @@ run generate water --n 50 --seed 3 --out "$tmp/water.txt"
 L=$(value box)
 run coulomb --in "$tmp/water.txt" --periodic --box "$L"
 if [ "$rc" -eq 0 ] && [ "$(value n)" = 150 ]; then pass "$name"; else fail "$name" "exit $rc, n '$(value n)'"; fi
+name="--periodic --vacuum --reference on neutral water: vacuum-converted Ewald reference, virial printed"
+run coulomb --in "$tmp/water.txt" --periodic --vacuum --box "$L" --tolerance 1e-6 --reference
+if [ "$rc" -eq 0 ] && is_le "$(value rel_l2_error_phi)" 1e-6 && is_le "$(value rel_error_energy)" 1e-6 &&
+    is_le "$(value rel_error_virial)" 1e-5; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, phi '$(value rel_l2_error_phi)' energy '$(value rel_error_energy)' virial '$(value rel_error_virial)'"
+fi
 expect_bad "generate: no kind" generate --n 10 --out "$tmp/g.txt"
 expect_bad "generate: unknown kind" generate cube --n 10 --out "$tmp/g.txt"
 expect_bad "generate: two kinds" generate uniform sphere --n 10 --out "$tmp/g.txt"
