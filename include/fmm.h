@@ -64,8 +64,9 @@ enum fmm_boundary { FMM_BOUNDARY_TINFOIL = 0, FMM_BOUNDARY_VACUUM = 1 };
 
 typedef struct fmm_opts {
     double tolerance; /* target relative L2 error of the potential (default 1e-6), met over
-                         the whole range [FMM_TOL_MIN, FMM_TOL_MAX], open and periodic (1e-12
-                         takes order 44 open, 50 periodic) */
+                         [FMM_TOL_MIN, FMM_TOL_MAX] in open boundaries (1e-12: order 44) and
+                         for periodic boxes down to 1e-7; below that small clustered periodic
+                         boxes (a few hundred atoms) can miss it by up to ~10x (README) */
     int order;        /* expansion order p; 0 = chosen from tolerance */
     int depth;        /* -1 = adaptive tree (default); D >= 0 forces a uniform tree of depth D */
     int leaf_size;    /* adaptive tree: max particles per leaf; 0 = chosen from the order */
