@@ -4,14 +4,15 @@
  * all-pairs direct sum. One CSV row per run on stdout (header with --header).
  *
  *   fmm-gpu-bench (--in FILE.xyzq [--tile K] | --uniform N) [--periodic] [--tolerance T]
- *                 [--order P] [--depth D] [--reps R] [--cpu-threads T] [--no-cpu]
+ *                 [--order P] [--depth D] [--precision double|mixed] [--reps R] [--cpu-threads T] [--no-cpu]
  *                 [--reference ewald|tile-ewald|direct|sample|none] [--sample M] [--label NAME] [--header]
  *
  * --in reads "x y z q" with a "# box L L L" line (SPC/E boxes of systems/water); --tile K
  * replicates the box K times per axis (an exactly periodic system whose reference is the
  * tile's Ewald sum: tile-ewald). GPU time: median and minimum over R replays of the
  * evaluation graph (binning included; CUDA events). CPU time: one setpts + execute on
- * T threads. Force error: relative RMS of q E over all atoms.
+ * T threads (always double precision: "vs cpu" columns of a mixed run measure the float near
+ * field). Force error: relative RMS of q E over all atoms.
  */
 #include <math.h>
 #include <omp.h>
@@ -89,6 +90,8 @@ int main(int argc, char **argv) {
             else if (!strcmp(a, "--tolerance")) o.tolerance = atof(v);
             else if (!strcmp(a, "--order")) o.order = atoi(v);
             else if (!strcmp(a, "--depth")) o.depth = atoi(v);
+            else if (!strcmp(a, "--precision") && (!strcmp(v, "double") || !strcmp(v, "mixed")))
+                o.precision = strcmp(v, "mixed") ? FMM_PRECISION_DOUBLE : FMM_PRECISION_MIXED;
             else if (!strcmp(a, "--reps")) reps = atoi(v);
             else if (!strcmp(a, "--cpu-threads")) cpu_threads = atoi(v);
             else if (!strcmp(a, "--reference")) refkind = v;
@@ -101,7 +104,7 @@ int main(int argc, char **argv) {
         }
     }
     if (header)
-        printf("label,n,periodic,order,depth,gpu_ms_median,gpu_ms_min,gpu_mpart_per_s,cpu_s,cpu_threads,"
+        printf("label,n,periodic,order,depth,precision,gpu_ms_median,gpu_ms_min,gpu_mpart_per_s,cpu_s,cpu_threads,"
                "rel_phi_gpu_vs_cpu,rel_field_gpu_vs_cpu,rel_energy_gpu_vs_cpu,reference,rel_phi_ref,rel_force_rms_ref,"
                "energy,direct_gpu_ms,stage_ms_bin_p2p_p2m_m2m_m2l_l2l_l2p_final\n");
     if (!in && nuni < 1) return header ? 0 : 2;
@@ -160,7 +163,7 @@ int main(int argc, char **argv) {
     double cpu_s = NAN, rp = NAN, rf = NAN, re = NAN;
     if (!no_cpu) {
         fmm_opts oc = o;
-        oc.order = info.order, oc.depth = info.depth, oc.threads = cpu_threads;
+        oc.order = info.order, oc.depth = info.depth, oc.threads = cpu_threads, oc.precision = FMM_PRECISION_DOUBLE;
         double *cphi = malloc(sizeof(double) * n), *cfield = malloc(sizeof(double) * 3 * n), ec = 0;
         fmm_plan *cp;
         if ((rc = fmm_makeplan(&oc, periodic ? box : NULL, &cp))) die("CPU plan", rc);
@@ -208,8 +211,8 @@ int main(int argc, char **argv) {
     if (!periodic && isnan(direct_ms) && n <= 4000000) {
         if ((rc = fmm_direct_cuda(n, xyz, q, NULL, NULL, &direct_ms))) die("GPU direct sum", rc);
     }
-    printf("%s,%ld,%d,%d,%d,%.4f,%.4f,%.1f,%.4f,%d,%.3e,%.3e,%.3e,%s,%.3e,%.3e,%.10e,%.3f,", label, n, periodic,
-           info.order, info.depth, ms[reps / 2], ms[0], n / (ms[reps / 2] * 1e-3) / 1e6, cpu_s,
+    printf("%s,%ld,%d,%d,%d,%s,%.4f,%.4f,%.1f,%.4f,%d,%.3e,%.3e,%.3e,%s,%.3e,%.3e,%.10e,%.3f,", label, n, periodic,
+           info.order, info.depth, o.precision == FMM_PRECISION_MIXED ? "mixed" : "double", ms[reps / 2], ms[0], n / (ms[reps / 2] * 1e-3) / 1e6, cpu_s,
            cpu_threads ? cpu_threads : omp_get_max_threads(), rp, rf, re, refkind, ref_phi, ref_force, eg, direct_ms);
     for (int s = 0; s < 8; ++s) printf("%.4f%s", st[s], s < 7 ? ";" : "\n");
     fflush(stdout);

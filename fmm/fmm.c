@@ -52,6 +52,7 @@ void fmm_default_opts(fmm_opts *o) {
     o->periodic = 0;
     o->boundary = FMM_BOUNDARY_TINFOIL;
     o->device = FMM_DEVICE_CPU;
+    o->precision = FMM_PRECISION_DOUBLE;
 }
 
 static int check_opts(const fmm_opts *o) {
@@ -67,6 +68,11 @@ static int check_opts(const fmm_opts *o) {
     if (o->device == FMM_DEVICE_CUDA) return FMM_ERR_DEVICE;
 #endif
     if (o->periodic != 0 && o->periodic != 1) return FMM_ERR_ARG;
+    if (o->precision != FMM_PRECISION_DOUBLE && o->precision != FMM_PRECISION_MIXED) return FMM_ERR_ARG;
+    if (o->precision == FMM_PRECISION_MIXED) {
+        if (o->device != FMM_DEVICE_CUDA) return FMM_ERR_ARG;
+        if (o->order == 0 && o->tolerance < FMM_MIXED_TOL_MIN) return FMM_ERR_TOLERANCE;
+    }
     return FMM_OK;
 }
 
@@ -172,8 +178,8 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
             fmm_destroy(P);
             return FMM_ERR_TOLERANCE;
         }
-        const fmm_gpu_setup gs = {P->p, opts->periodic, opts->boundary == FMM_BOUNDARY_TINFOIL, &P->ops,
-                                  P->lattice, P->bg};
+        const fmm_gpu_setup gs = {P->p,     opts->periodic, opts->boundary == FMM_BOUNDARY_TINFOIL,
+                                  opts->precision == FMM_PRECISION_MIXED, &P->ops, P->lattice, P->bg};
         int grc = fmm_gpu_create(&gs, &P->gpu);
         if (grc) {
             fmm_destroy(P);

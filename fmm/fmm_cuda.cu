@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "core/harmonics.h"
-#include "core/harmonics_device.cuh"
 #include "fmm.h"
+#include "fmm/fmm_cuda_orders.cuh"
 #include "m2l/m2l_gpu.h"
 
 #define CU(call)                                                                              \
@@ -27,12 +27,12 @@
  * than the tiled/tensor kernels on an H100 at p 4..10, depths 4-5, bench/results/m2l_bench.csv);
  * coarser levels (8^3 boxes and fewer: slower there, 24k water) use the tiled/tensor kernel. */
 #define SYM_LEVEL 4
+#define P2P_WIDE_DEPTH 3 /* P2P with 8 warps per leaf up to this depth, 4 below */
 #define KEYBITS 20 /* the CPU octree's integer grid (core/octree.c): 2^20 cells per axis */
 enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_N = 96 };
-enum { G_LO = 0, G_SIDE = 3, G_SCALE = 4, G_N = 5 };
 
 struct fmm_gpu {
-    int p, nc, periodic, tinfoil, depth;
+    int p, nc, periodic, tinfoil, depth, mixed;
     long n, cap;
     m2l_gpu_ops m2l;
     m2l_sym_plan *sym[11]; /* per level >= SYM_LEVEL: the presorted symmetric M2L (m2l/m2l_symmetric.cu) */
@@ -43,6 +43,7 @@ struct fmm_gpu {
     unsigned *key, *key2;
     int *idx, *perm;              /* tree position -> caller index */
     double *x, *y, *z, *q;        /* tree order */
+    void *pk;                     /* tree order: p2p_rec<float or double> (mixed or not) */
     int *cs, *ce;                 /* particles of leaf c: [cs[c], ce[c]) */
     double *far, *near, *out;     /* [4][n]: phi, ex, ey, ez (tree order); out: phi[n], field[3n] caller order */
     double *W, *U;                /* all levels, level l at box offset (8^l - 1)/7 */
@@ -57,18 +58,6 @@ struct fmm_gpu {
 };
 
 static inline long level_offset(int l) { return ((1L << (3 * l)) - 1) / 7; }
-
-/* ---------------------------------------------------------------- reductions */
-
-__device__ __forceinline__ double warp_sum(double v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-__device__ __forceinline__ void warp_add(double *dst, double v) {
-    v = warp_sum(v);
-    if ((threadIdx.x & 31) == 0) atomicAdd(dst, v);
-}
 
 /* ---------------------------------------------------------------- binning */
 
@@ -103,292 +92,102 @@ __global__ void k_ranges(long n, const unsigned *__restrict__ key, int *__restri
     if (i == n - 1 || key[i + 1] != k) ce[k] = (int)i + 1;
 }
 
-__global__ void k_gather(long n, const int *__restrict__ perm, const double *__restrict__ xw,
+/* ---------------------------------------------------------------- particle records */
+
+/* P2P particle record: position relative to the centre of the particle's own leaf, and charge.
+ * Relative positions keep the pair vectors accurate in float (mixed mode): the offset between
+ * two leaf centres is an exact small multiple of the leaf side, and the periodic images vanish
+ * from the arithmetic (a neighbour beyond the face is the image's leaf). */
+template <typename R> struct alignas(4 * sizeof(R)) p2p_rec {
+    R x, y, z, q;
+};
+
+template <typename R>
+__global__ void k_gather(long n, const int *__restrict__ perm, const unsigned *__restrict__ key, int depth,
+                         const double *__restrict__ geom, const double *__restrict__ xw,
                          const double *__restrict__ qin, double *__restrict__ x, double *__restrict__ y,
-                         double *__restrict__ z, double *__restrict__ q) {
+                         double *__restrict__ z, double *__restrict__ q, p2p_rec<R> *__restrict__ pk) {
     long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const long j = perm[i];
     x[i] = xw[3 * j], y[i] = xw[3 * j + 1], z[i] = xw[3 * j + 2], q[i] = qin[j];
-}
-
-/* ---------------------------------------------------------------- particle operators */
-
-__device__ __forceinline__ void leaf_centre(long c, int depth, const double *geom, double ctr[3], double *h) {
-    const long s = 1L << depth;
-    const long ix[3] = {c % s, c / s % s, c / (s * s)};
-    *h = geom[G_SIDE] / (double)s;
-    for (int d = 0; d < 3; ++d) ctr[d] = geom[G_LO + d] + (ix[d] + 0.5) * *h;
-}
-
-template <int P> struct p2m_visitor {
-    double q;
-    double *acc;
-    __device__ __forceinline__ void operator()(int l, int m, double re, double im) {
-        const double a = warp_sum(q * re);
-        if ((threadIdx.x & 31) == 0) acc[hd_re(l, m)] += a;
-        if (m) {
-            const double b = warp_sum(q * im);
-            if ((threadIdx.x & 31) == 0) acc[hd_im(l, m)] += b;
-        }
-    }
-};
-
-/* one warp per leaf: W_leaf = sum q R((x - c)/h) */
-template <int P>
-__global__ void __launch_bounds__(128) k_p2m(const double *__restrict__ x, const double *__restrict__ y,
-                                             const double *__restrict__ z, const double *__restrict__ q,
-                                             const int *__restrict__ cs, const int *__restrict__ ce, int depth,
-                                             const double *__restrict__ geom, double *__restrict__ W) {
-    constexpr int NC = hd_ncoef(P);
-    __shared__ double acc_all[4][NC];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const long c = (long)blockIdx.x * 4 + warp, nleaf = 1L << (3 * depth);
-    if (c >= nleaf) return;
-    double *acc = acc_all[warp];
-    for (int k = lane; k < NC; k += 32) acc[k] = 0.0;
-    __syncwarp();
     double ctr[3], h;
-    leaf_centre(c, depth, geom, ctr, &h);
-    const double ih = 1.0 / h;
-    const int b = cs[c], e = ce[c];
-    p2m_visitor<P> vis{0.0, acc};
-    for (int base = b; base < e; base += 32) {
-        const int i = base + lane;
-        const bool ok = i < e;
-        vis.q = ok ? q[i] : 0.0;
-        regular_visit<P>(ok ? (x[i] - ctr[0]) * ih : 0.0, ok ? (y[i] - ctr[1]) * ih : 0.0,
-                         ok ? (z[i] - ctr[2]) * ih : 0.0, vis);
-    }
-    __syncwarp();
-    for (int k = lane; k < NC; k += 32) W[c * NC + k] = acc[k];
+    leaf_centre(key[i], depth, geom, ctr, &h);
+    pk[i] = p2p_rec<R>{(R)(x[i] - ctr[0]), (R)(y[i] - ctr[1]), (R)(z[i] - ctr[2]), (R)q[i]};
 }
 
-/* one warp per leaf: far-field potential and field of the leaf's local expansion */
-template <int P>
-__global__ void __launch_bounds__(128) k_l2p(const double *__restrict__ x, const double *__restrict__ y,
-                                             const double *__restrict__ z, const int *__restrict__ cs,
-                                             const int *__restrict__ ce, int depth, const double *__restrict__ geom,
-                                             const double *__restrict__ U, long n, double *__restrict__ far) {
-    constexpr int NC = hd_ncoef(P);
-    __shared__ double u_all[4][NC];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const long c = (long)blockIdx.x * 4 + warp, nleaf = 1L << (3 * depth);
-    if (c >= nleaf) return;
-    double *u = u_all[warp];
-    for (int k = lane; k < NC; k += 32) u[k] = U[c * NC + k];
-    __syncwarp();
-    double ctr[3], h;
-    leaf_centre(c, depth, geom, ctr, &h);
-    const double ih = 1.0 / h, ih2 = ih * ih;
-    for (int i = cs[c] + lane; i < ce[c]; i += 32) {
-        l2p_visitor<P> vis{u, 0.0, 0.0, 0.0, 0.0};
-        regular_visit<P>((x[i] - ctr[0]) * ih, (y[i] - ctr[1]) * ih, (z[i] - ctr[2]) * ih, vis);
-        far[i] = vis.f * ih;
-        far[n + i] = vis.sr * ih2;
-        far[2 * n + i] = vis.si * ih2;
-        far[3 * n + i] = -vis.dz * ih2;
-    }
-}
-
-/* one warp per target leaf, sources of the 27 neighbours (periodic images) staged per warp */
-/* virial: the total force of each periodic image's sources on the cell goes to fshift[27][3] */
-__global__ void __launch_bounds__(128) k_p2p(const double *__restrict__ x, const double *__restrict__ y,
-                                             const double *__restrict__ z, const double *__restrict__ q,
-                                             const int *__restrict__ cs, const int *__restrict__ ce, int depth,
-                                             int periodic, const double *__restrict__ geom, long n,
-                                             double *__restrict__ near, double *__restrict__ fshift) {
-    __shared__ double sx_all[4][32], sy_all[4][32], sz_all[4][32], sq_all[4][32];
+/* One block of NW warps per target leaf: warp w takes the neighbours w, w + NW, ... of the 27
+ * (NW x more parallel work than one warp per leaf: a 24k box has only 512 leaves), the warps'
+ * sums are added in a fixed order (deterministic). Virial: the total force of each periodic
+ * image's sources on the cell goes to fshift[27][3]. */
+template <typename R, int NW>
+__global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ pk, const int *__restrict__ cs,
+                                                 const int *__restrict__ ce, int depth, int periodic,
+                                                 const double *__restrict__ geom, long n, double *__restrict__ near,
+                                                 double *__restrict__ fshift) {
+    __shared__ p2p_rec<R> src_all[NW][32];
+    __shared__ double part[NW][4][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int s = 1 << depth;
-    const long t = (long)blockIdx.x * 4 + warp, nleaf = (long)s * s * s;
-    if (t >= nleaf) return;
-    double *sx = sx_all[warp], *sy = sy_all[warp], *sz = sz_all[warp], *sq = sq_all[warp];
+    const long t = blockIdx.x;
     const int tix[3] = {(int)(t % s), (int)(t / s % s), (int)(t / ((long)s * s))};
-    const double L = geom[G_SIDE];
-    for (int tb = cs[t]; tb < ce[t]; tb += 32) {
+    const R h = (R)(geom[G_SIDE] / s);
+    p2p_rec<R> *src = src_all[warp];
+    const int te = ce[t];
+    for (int tb = cs[t]; tb < te; tb += 32) {
         const int i = tb + lane;
-        const bool ok = i < ce[t];
-        const double xi = ok ? x[i] : 0.0, yi = ok ? y[i] : 0.0, zi = ok ? z[i] : 0.0, qi = ok ? q[i] : 0.0;
-        double pt = 0.0, fx = 0.0, fy = 0.0, fz = 0.0;
-        for (int nb = 0; nb < 27; ++nb) {
-            int c[3] = {tix[0] + nb % 3 - 1, tix[1] + nb / 3 % 3 - 1, tix[2] + nb / 9 - 1}, code = 0;
-            double sh[3] = {0.0, 0.0, 0.0};
+        const bool ok = i < te;
+        const p2p_rec<R> pi = ok ? pk[i] : p2p_rec<R>{0, 0, 0, 0};
+        R pt = 0, fx = 0, fy = 0, fz = 0;
+        for (int nb = warp; nb < 27; nb += NW) {
+            const int a[3] = {nb % 3 - 1, nb / 3 % 3 - 1, nb / 9 - 1};
+            int c[3], code = 0;
             bool skip = false;
             for (int d = 0, mul = 1; d < 3; ++d, mul *= 3) {
-                int img = c[d] < 0 ? -1 : (c[d] >= s ? 1 : 0);
+                c[d] = tix[d] + a[d];
+                const int img = c[d] < 0 ? -1 : (c[d] >= s ? 1 : 0);
                 if (img && !periodic) skip = true;
-                sh[d] = img * L, c[d] -= img * s, code += mul * (img + 1);
+                c[d] -= img * s, code += mul * (img + 1);
             }
             if (skip) continue;
-            const double f0[3] = {fx, fy, fz};
-            const long src = c[0] + (long)s * (c[1] + (long)s * c[2]);
-            const int b = cs[src], e = ce[src];
+            /* target relative to the source leaf's centre */
+            const R tx = pi.x - a[0] * h, ty = pi.y - a[1] * h, tz = pi.z - a[2] * h;
+            R gp = 0, gx = 0, gy = 0, gz = 0;
+            const long sl = c[0] + (long)s * (c[1] + (long)s * c[2]);
+            const int b = cs[sl], e = ce[sl];
             for (int sb = b; sb < e; sb += 32) {
                 const int j = sb + lane, cnt = min(32, e - sb);
-                if (j < e) sx[lane] = x[j] + sh[0], sy[lane] = y[j] + sh[1], sz[lane] = z[j] + sh[2], sq[lane] = q[j];
+                __syncwarp();
+                if (j < e) src[lane] = pk[j];
                 __syncwarp();
                 if (ok)
                     for (int k = 0; k < cnt; ++k) {
-                        const double dx = xi - sx[k], dy = yi - sy[k], dz = zi - sz[k];
-                        const double r2 = dx * dx + dy * dy + dz * dz;
-                        if (r2 > 0.0) {
-                            const double rinv = rsqrt(r2), qr = sq[k] * rinv, qr3 = qr * rinv * rinv;
-                            pt += qr, fx += qr3 * dx, fy += qr3 * dy, fz += qr3 * dz;
+                        const R dx = tx - src[k].x, dy = ty - src[k].y, dz = tz - src[k].z;
+                        const R r2 = dx * dx + dy * dy + dz * dz;
+                        if (r2 > R(0)) {
+                            const R rinv = rsqrt(r2), qr = src[k].q * rinv, qr3 = qr * rinv * rinv;
+                            gp += qr, gx += qr3 * dx, gy += qr3 * dy, gz += qr3 * dz;
                         }
                     }
-                __syncwarp();
             }
+            pt += gp, fx += gx, fy += gy, fz += gz;
             if (fshift && code != 13) {
-                warp_add(fshift + 3 * code, qi * (fx - f0[0]));
-                warp_add(fshift + 3 * code + 1, qi * (fy - f0[1]));
-                warp_add(fshift + 3 * code + 2, qi * (fz - f0[2]));
+                warp_add(fshift + 3 * code, (double)(pi.q * gx));
+                warp_add(fshift + 3 * code + 1, (double)(pi.q * gy));
+                warp_add(fshift + 3 * code + 2, (double)(pi.q * gz));
             }
         }
-        if (ok) near[i] = pt, near[n + i] = fx, near[2 * n + i] = fy, near[3 * n + i] = fz;
-    }
-}
-
-/* ---------------------------------------------------------------- translations between levels */
-
-#define PB 4 /* parents per block */
-
-/* W(parent level lp) = sum over the 8 children of M2M_o W(child) */
-template <int P>
-__global__ void __launch_bounds__(128) k_m2m(const double *__restrict__ MT, int lp, const double *__restrict__ Wc,
-                                             double *__restrict__ Wp) {
-    constexpr int NC = hd_ncoef(P);
-    extern __shared__ double ws[]; /* [PB][8][NC] */
-    const long sp = 1L << lp, np = sp * sp * sp, p0 = (long)blockIdx.x * PB, sc = 2 * sp;
-    for (int id = threadIdx.x; id < PB * 8 * NC; id += blockDim.x) {
-        const int j = id % NC, o = id / NC % 8, pb = id / (8 * NC);
-        const long par = p0 + pb;
-        double v = 0.0;
-        if (par < np) {
-            const long px = par % sp, py = par / sp % sp, pz = par / (sp * sp);
-            const long ch = (2 * px + (o & 1)) + sc * ((2 * py + (o >> 1 & 1)) + sc * (2 * pz + (o >> 2 & 1)));
-            v = Wc[ch * NC + j];
-        }
-        ws[id] = v;
-    }
-    __syncthreads();
-    for (int k = threadIdx.x; k < NC; k += blockDim.x) {
-        double acc[PB] = {0.0};
-        for (int o = 0; o < 8; ++o)
-            for (int j = 0; j < NC; ++j) {
-                const double m = MT[((size_t)o * NC + j) * NC + k];
-#pragma unroll
-                for (int pb = 0; pb < PB; ++pb) acc[pb] = fma(m, ws[(pb * 8 + o) * NC + j], acc[pb]);
-            }
-#pragma unroll
-        for (int pb = 0; pb < PB; ++pb)
-            if (p0 + pb < np) Wp[(p0 + pb) * NC + k] = acc[pb];
-    }
-}
-
-/* U(children of level lp) += L2L_o U(parent) */
-template <int P>
-__global__ void __launch_bounds__(128) k_l2l(const double *__restrict__ LT, int lp, const double *__restrict__ Up,
-                                             double *__restrict__ Uc) {
-    constexpr int NC = hd_ncoef(P);
-    extern __shared__ double us[]; /* [PB][NC] */
-    const long sp = 1L << lp, np = sp * sp * sp, p0 = (long)blockIdx.x * PB, sc = 2 * sp;
-    for (int id = threadIdx.x; id < PB * NC; id += blockDim.x) {
-        const long par = p0 + id / NC;
-        us[id] = par < np ? Up[par * NC + id % NC] : 0.0;
-    }
-    __syncthreads();
-    for (int k = threadIdx.x; k < NC; k += blockDim.x)
-        for (int o = 0; o < 8; ++o) {
-            double acc[PB] = {0.0};
-            for (int j = 0; j < NC; ++j) {
-                const double m = LT[((size_t)o * NC + j) * NC + k];
-#pragma unroll
-                for (int pb = 0; pb < PB; ++pb) acc[pb] = fma(m, us[pb * NC + j], acc[pb]);
-            }
-#pragma unroll
-            for (int pb = 0; pb < PB; ++pb) {
-                const long par = p0 + pb;
-                if (par >= np) continue;
-                const long px = par % sp, py = par / sp % sp, pz = par / (sp * sp);
-                const long ch = (2 * px + (o & 1)) + sc * ((2 * py + (o >> 1 & 1)) + sc * (2 * pz + (o >> 2 & 1)));
-                Uc[ch * NC + k] += acc[pb];
-            }
-        }
-}
-
-/* Total force sum_i q_i E(x_i) of a scaled local expansion u on the charges whose scaled
- * multipole about the same centre is w (core/harmonics.c harm_local_force). */
-template <int P> __device__ void local_force(double h, const double *u, const double *w, double F[3]) {
-    double dz = 0, sr = 0, si = 0;
-    for (int l = 1; l <= P; ++l) {
-#define WR(m) w[hd_re(l - 1, m)]
-#define WI(m) ((m) ? w[hd_im(l - 1, m)] : 0.0)
-        double dzl = 0;
-        for (int m = 1; m <= l - 1; ++m) dzl += u[hd_re(l, m)] * WR(m) - u[hd_im(l, m)] * WI(m);
-        dz += u[hd_re(l, 0)] * WR(0) + 2.0 * dzl;
-        for (int m = 1; m <= l; ++m) {
-            const double ur = u[hd_re(l, m)], ui = u[hd_im(l, m)];
-            sr += ur * WR(m - 1) - ui * WI(m - 1);
-            si += ur * WI(m - 1) + ui * WR(m - 1);
-        }
-        for (int m = 0; m <= l - 2; ++m) {
-            const double ur = u[hd_re(l, m)], ui = m ? u[hd_im(l, m)] : 0.0;
-            sr -= ur * WR(m + 1) - ui * WI(m + 1);
-            si += ur * WI(m + 1) + ui * WR(m + 1);
-        }
-#undef WR
-#undef WI
-    }
-    const double ih2 = 1.0 / (h * h);
-    F[0] = sr * ih2, F[1] = si * ih2, F[2] = -dz * ih2;
-}
-
-/* Periodic virial: the M2L translations whose source is a periodic image, again, one block
- * per target box near a face, to gather the force of each image on the cell (fshift[27][3]). */
-template <int P>
-__global__ void __launch_bounds__(128) k_m2l_images(const double *__restrict__ cls, const double *__restrict__ sign,
-                                                    const int *__restrict__ vlist, int level,
-                                                    const double *__restrict__ geom, const double *__restrict__ W,
-                                                    double *__restrict__ fshift) {
-    constexpr int NC = hd_ncoef(P);
-    __shared__ double xs[NC], us[NC], wt[NC], fs[81];
-    const int s = 1 << level;
-    const long t = blockIdx.x;
-    const int ix[3] = {(int)(t % s), (int)(t / s % s), (int)(t / ((long)s * s))};
-    if (ix[0] >= 3 && ix[0] < s - 3 && ix[1] >= 3 && ix[1] < s - 3 && ix[2] >= 3 && ix[2] < s - 3) return;
-    const int parity = (ix[0] & 1) | (ix[1] & 1) << 1 | (ix[2] & 1) << 2;
-    const double h = geom[G_SIDE] / s;
-    for (int k = threadIdx.x; k < NC; k += blockDim.x) wt[k] = W[t * NC + k];
-    for (int k = threadIdx.x; k < 81; k += blockDim.x) fs[k] = 0.0;
-    for (int e = 0; e < M2L_VLIST; ++e) {
-        const int pk = vlist[parity * M2L_VLIST + e];
-        int c[3] = {ix[0] + (pk & 7) - 3, ix[1] + (pk >> 3 & 7) - 3, ix[2] + (pk >> 6 & 7) - 3}, code = 0;
-        for (int d = 0, mul = 1; d < 3; ++d, mul *= 3) {
-            const int img = c[d] < 0 ? -1 : (c[d] >= s ? 1 : 0);
-            c[d] -= img * s, code += mul * (img + 1);
-        }
-        if (code == 13) continue;
-        const long src = c[0] + (long)s * (c[1] + (long)s * c[2]);
-        const double *M = cls + (size_t)(pk >> 9 & 63) * NC * NC, *sg = sign + (pk >> 15) * NC;
+        part[warp][0][lane] = pt, part[warp][1][lane] = fx, part[warp][2][lane] = fy, part[warp][3][lane] = fz;
         __syncthreads();
-        for (int j = threadIdx.x; j < NC; j += blockDim.x) xs[j] = sg[j] * W[src * NC + j];
+        if (warp == 0 && ok)
+            for (int k = 0; k < 4; ++k) {
+                double v = 0.0;
+#pragma unroll
+                for (int w = 0; w < NW; ++w) v += part[w][k][lane];
+                near[k * n + i] = v;
+            }
         __syncthreads();
-        for (int k = threadIdx.x; k < NC; k += blockDim.x) {
-            double a = 0.0;
-            for (int j = 0; j < NC; ++j) a = fma(M[(size_t)k * NC + j], xs[j], a);
-            us[k] = sg[k] * a;
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            double F[3];
-            local_force<P>(h, us, wt, F);
-            for (int a = 0; a < 3; ++a) fs[3 * code + a] += F[a];
-        }
     }
-    __syncthreads();
-    for (int k = threadIdx.x; k < 81; k += blockDim.x)
-        if (fs[k] != 0.0) atomicAdd(fshift + k, fs[k]);
 }
 
 /* periodic: U_root = Lambda (W_root - Q b), charge term dropped (the cell is neutralised) */
@@ -487,27 +286,14 @@ __global__ void k_final(long n, int periodic, int tinfoil, const int *__restrict
 
 /* ---------------------------------------------------------------- per-order dispatch */
 
-struct order_kernels {
-    void (*p2m)(const double *, const double *, const double *, const double *, const int *, const int *, int,
-                const double *, double *);
-    void (*l2p)(const double *, const double *, const double *, const int *, const int *, int, const double *,
-                const double *, long, double *);
-    void (*m2m)(const double *, int, const double *, double *);
-    void (*l2l)(const double *, int, const double *, double *);
-    void (*images)(const double *, const double *, const int *, int, const double *, const double *, double *);
-};
-template <int P> static order_kernels kernels_of() {
-    return {k_p2m<P>, k_l2p<P>, k_m2m<P>, k_l2l<P>, k_m2l_images<P>};
-}
+/* the per-order kernels live in fmm_cuda_orders_*.cu (five translation units compiled in parallel) */
+static_assert(FMM_GPU_PMAX == 20, "order_table covers the orders 1..20");
 static order_kernels order_table(int p) {
-    switch (p) {
-#define CASE(P) \
-    case P: return kernels_of<P>();
-        CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8) CASE(9) CASE(10)
-        CASE(11) CASE(12) CASE(13) CASE(14) CASE(15) CASE(16) CASE(17) CASE(18) CASE(19) CASE(20)
-#undef CASE
-    }
-    return order_kernels{};
+    if (p <= 12) return fmm_gpu_orders_1_12(p);
+    if (p <= 14) return fmm_gpu_orders_13_14(p);
+    if (p <= 16) return fmm_gpu_orders_15_16(p);
+    if (p <= 18) return fmm_gpu_orders_17_18(p);
+    return fmm_gpu_orders_19_20(p);
 }
 
 /* ---------------------------------------------------------------- host side */
@@ -555,7 +341,7 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     for (int l = 0; l < 11; ++l) m2l_gpu_symmetric_free(g->sym[l]);
     m2l_gpu_ops_free(&g->m2l);
     void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->xyz, g->qin, g->xw, g->key, g->key2, g->idx, g->perm,
-                    g->x, g->cs, g->ce, g->far, g->near, g->out, g->W, g->U, g->geom, g->red, g->tmp};
+                    g->x, g->pk, g->cs, g->ce, g->far, g->near, g->out, g->W, g->U, g->geom, g->red, g->tmp};
     for (void *p : ptrs) cudaFree(p);
     if (g->s0) cudaStreamDestroy(g->s0);
     if (g->s1) cudaStreamDestroy(g->s1);
@@ -568,7 +354,7 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
 
 static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     const int p = s->p, nc = harm_ncoef(p);
-    g->p = p, g->nc = nc, g->periodic = s->periodic, g->tinfoil = s->tinfoil;
+    g->p = p, g->nc = nc, g->periodic = s->periodic, g->tinfoil = s->tinfoil, g->mixed = s->mixed;
     TRY(m2l_gpu_ops_init(&g->m2l, s->ops, 0));
     TRY(child_matrices(p, 1, &g->m2mT));
     TRY(child_matrices(p, 0, &g->l2lT));
@@ -609,10 +395,10 @@ extern "C" int fmm_gpu_create(const fmm_gpu_setup *s, fmm_gpu **out) {
 
 static int alloc_particles(fmm_gpu *g, long n) {
     if (n <= g->cap) return FMM_OK;
-    void *ptrs[] = {g->xyz, g->qin, g->xw, g->key, g->key2, g->idx, g->perm, g->x, g->far, g->near, g->out, g->tmp};
+    void *ptrs[] = {g->xyz, g->qin, g->xw, g->key, g->key2, g->idx, g->perm, g->x, g->pk, g->far, g->near, g->out, g->tmp};
     for (void *p : ptrs) cudaFree(p);
     g->xyz = g->qin = g->xw = g->x = g->far = g->near = g->out = NULL;
-    g->key = g->key2 = NULL, g->idx = g->perm = NULL, g->tmp = NULL;
+    g->key = g->key2 = NULL, g->idx = g->perm = NULL, g->pk = g->tmp = NULL;
     g->cap = 0;
     CU(cudaMalloc((void **)&g->xyz, sizeof(double) * 3 * n));
     CU(cudaMalloc((void **)&g->qin, sizeof(double) * n));
@@ -623,6 +409,7 @@ static int alloc_particles(fmm_gpu *g, long n) {
     CU(cudaMalloc((void **)&g->perm, sizeof(int) * n));
     CU(cudaMalloc((void **)&g->x, sizeof(double) * 4 * n));
     g->y = g->x + n, g->z = g->x + 2 * n, g->q = g->x + 3 * n;
+    CU(cudaMalloc(&g->pk, g->mixed ? sizeof(p2p_rec<float>) * n : sizeof(p2p_rec<double>) * n));
     CU(cudaMalloc((void **)&g->far, sizeof(double) * 4 * n));
     CU(cudaMalloc((void **)&g->near, sizeof(double) * 4 * n));
     CU(cudaMalloc((void **)&g->out, sizeof(double) * 4 * n));
@@ -668,6 +455,21 @@ static int sym_plans(fmm_gpu *g, int depth) {
     return FMM_OK;
 }
 
+template <typename R> static void launch_gather(const fmm_gpu *g, cudaStream_t st) {
+    k_gather<R><<<blocks(g->n, 256), 256, 0, st>>>(g->n, g->perm, g->key2, g->depth, g->geom, g->xw, g->qin, g->x, g->y,
+                                                   g->z, g->q, (p2p_rec<R> *)g->pk);
+}
+
+/* small trees get more warps per leaf to fill the device (24k water: 512 leaves) */
+template <typename R> static void launch_p2p(const fmm_gpu *g, double *fshift, cudaStream_t st) {
+    const unsigned nl = 1u << (3 * g->depth);
+    const p2p_rec<R> *pk = (const p2p_rec<R> *)g->pk;
+    if (g->depth <= P2P_WIDE_DEPTH)
+        k_p2p<R, 8><<<nl, 256, 0, st>>>(pk, g->cs, g->ce, g->depth, g->periodic, g->geom, g->n, g->near, fshift);
+    else
+        k_p2p<R, 4><<<nl, 128, 0, st>>>(pk, g->cs, g->ce, g->depth, g->periodic, g->geom, g->n, g->near, fshift);
+}
+
 /* the whole evaluation, queued on s0 (and s1 for the near field); with ev (profiling, not
  * captured) everything goes on s0 and ev[0..FMM_GPU_NSTAGE] mark the stage boundaries */
 #define MARK(k) \
@@ -687,15 +489,20 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     CU(cub::DeviceRadixSort::SortPairs(g->tmp, tb, g->key, g->key2, g->idx, g->perm, (int)n, 0, 3 * D > 0 ? 3 * D : 1,
                                        s0));
     k_ranges<<<blocks(n, 256), 256, 0, s0>>>(n, g->key2, g->cs, g->ce);
-    k_gather<<<blocks(n, 256), 256, 0, s0>>>(n, g->perm, g->xw, g->qin, g->x, g->y, g->z, g->q);
+    if (g->mixed)
+        launch_gather<float>(g, s0);
+    else
+        launch_gather<double>(g, s0);
     CU(cudaGetLastError());
     MARK(1);
     /* near field on s1 */
     CU(cudaEventRecord(g->fork, s0));
     CU(cudaStreamWaitEvent(s1, g->fork, 0));
     double *fshift = virial && g->periodic ? g->red + RED_FSHIFT : NULL;
-    k_p2p<<<blocks(nleaf, 4), 128, 0, s1>>>(g->x, g->y, g->z, g->q, g->cs, g->ce, D, g->periodic, g->geom, n, g->near,
-                                            fshift);
+    if (g->mixed)
+        launch_p2p<float>(g, fshift, s1);
+    else
+        launch_p2p<double>(g, fshift, s1);
     CU(cudaGetLastError());
     CU(cudaEventRecord(g->join, s1));
     MARK(2);

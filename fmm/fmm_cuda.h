@@ -25,6 +25,7 @@ typedef struct fmm_gpu fmm_gpu;
 
 typedef struct fmm_gpu_setup {
     int p, periodic, tinfoil;
+    int mixed; /* near field (P2P) in float on leaf-relative positions */
     const m2l_operators *ops;
     const double *lattice; /* periodic: [nc][nc] root operator of the far images, else NULL */
     const double *bg;      /* periodic: [nc] multipole of the unit-cube background */

@@ -61,6 +61,11 @@ enum fmm_status {
 
 enum fmm_device { FMM_DEVICE_CPU = 0, FMM_DEVICE_CUDA = 1 };
 enum fmm_boundary { FMM_BOUNDARY_TINFOIL = 0, FMM_BOUNDARY_VACUUM = 1 };
+/* MIXED (CUDA only): the near field (P2P) in single precision on positions stored relative to
+ * their leaf's centre, expansions and everything else in double. It adds a relative error of
+ * order 1e-6 (bench/results), so it takes tolerances >= FMM_MIXED_TOL_MIN only. */
+enum fmm_precision { FMM_PRECISION_DOUBLE = 0, FMM_PRECISION_MIXED = 1 };
+#define FMM_MIXED_TOL_MIN 1e-5
 
 typedef struct fmm_opts {
     double tolerance; /* target relative L2 error of the potential (default 1e-6), met over
@@ -76,6 +81,8 @@ typedef struct fmm_opts {
     int device;       /* enum fmm_device. CUDA: a uniform tree (depth from n unless given),
                          order <= 20 (FMM_ERR_TOLERANCE for a tolerance that needs more: below
                          about 3e-8 open, 2e-7 periodic) */
+    int precision;    /* enum fmm_precision: DOUBLE (default) or MIXED (CUDA only; FMM_ERR_ARG on
+                         the CPU, FMM_ERR_TOLERANCE below FMM_MIXED_TOL_MIN) */
 } fmm_opts;
 
 /* What the plan chose, after fmm_setpts. */

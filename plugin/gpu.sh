@@ -16,7 +16,8 @@
 # nve_{pme,fmm}.mdp, counters reset half-way; ns/day from md.log.
 # Writes $OUT/gromacs/gpu_nsday.md (table), gpu_nsday.csv, one folder per run with md.log and
 # grompp/mdrun output, build logs. Environment: STEPS_24K (default 4000), STEPS_100K (2000),
-# STEPS_1M (400), FMM_TOL (default 1e-3), SYSTEMS (default "24k 100k 1m").
+# STEPS_1M (400), FMM_TOL (default 1e-3), FMM_PRECISION (mixed: float near field, like PME's
+# mixed-precision GROMACS; or double), SYSTEMS (default "24k 100k 1m").
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
@@ -25,6 +26,7 @@ RES=$OUT/gromacs
 WORK=${WORK:-/tmp/fmm-gmx-gpu}
 mkdir -p "$RES" "$WORK"
 FMM_TOL=${FMM_TOL:-1e-3}
+FMM_PRECISION=${FMM_PRECISION:-mixed}
 SYSTEMS=${SYSTEMS:-"24k 100k 1m"}
 NT=$(nproc)
 log() { echo "== gpu.sh: $*" | tee -a "$RES/gpu.log"; }
@@ -71,7 +73,7 @@ run_one() { # run_one NAME KIND STEPS
     local name=$1 kind=$2 steps=$3 dir=$RES/$1_$2 flags
     mkdir -p "$dir"
     sed -e "s/^nsteps .*/nsteps                   = $steps/" -e "s/^fmm-tolerance .*/fmm-tolerance            = $FMM_TOL/" \
-        -e "s/^fmm-device .*/fmm-device               = cuda/" -e "s/^nstcalcenergy .*/nstcalcenergy            = 100/" \
+        -e "s/^fmm-device .*/fmm-device               = cuda/" -e "s/^fmm-precision .*/fmm-precision = $FMM_PRECISION/" -e "s/^nstcalcenergy .*/nstcalcenergy            = 100/" \
         "systems/gromacs/mdp/nve_$kind.mdp" > "$dir/in.mdp"
     if ! $GMX -quiet grompp -f "$dir/in.mdp" -c "$SYS/$name.gro" -p "$SYS/$name.top" -o "$dir/run.tpr" \
             -po "$dir/mdout.mdp" -maxwarn 1 > "$dir/grompp.log" 2>&1; then
@@ -114,7 +116,7 @@ for s in $SYSTEMS; do
 done
 
 {
-    echo "# GROMACS 2022.5 + FMM MDModule on the GPU: ns/day, PME (GPU) vs FMM (fmm-device = cuda, tolerance $FMM_TOL)"
+    echo "# GROMACS 2022.5 + FMM MDModule on the GPU: ns/day, PME (GPU) vs FMM (fmm-device = cuda, tolerance $FMM_TOL, precision $FMM_PRECISION)"
     echo
     echo "Machine: $(head -1 "$RES/machine.txt"); $NT cores; commit $(git rev-parse --short HEAD); $(date -u +%Y-%m-%dT%H:%MZ)."
     echo "NVE, dt 2 fs, SETTLE, rc 1.0 nm, counters reset half-way; ms/step = 172.8 / (ns/day)."

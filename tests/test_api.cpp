@@ -174,6 +174,7 @@ TEST(Api, DefaultOpts) {
     EXPECT_EQ(o.periodic, 0);
     EXPECT_EQ(o.boundary, FMM_BOUNDARY_TINFOIL);
     EXPECT_EQ(o.device, FMM_DEVICE_CPU);
+    EXPECT_EQ(o.precision, FMM_PRECISION_DOUBLE);
     fmm_default_opts(nullptr); // must not crash
 }
 
@@ -331,6 +332,25 @@ TEST(Makeplan, UnknownDevice) {
         EXPECT_EQ(p, nullptr);
         fmm_destroy(p);
     }
+}
+
+// Mixed precision is a CUDA mode: on the CPU, or as an unknown value, a clear code; with CUDA
+// a tolerance tighter than its float near field allows is refused (without CUDA: no device).
+TEST(Makeplan, Precision) {
+    fmm_opts o = defaults();
+    fmm_plan *p = nullptr;
+    for (int v : {-1, 2}) {
+        o.precision = v;
+        EXPECT_EQ(fmm_makeplan(&o, nullptr, &p), FMM_ERR_ARG) << "precision " << v;
+        EXPECT_EQ(p, nullptr);
+    }
+    o.precision = FMM_PRECISION_MIXED;
+    EXPECT_EQ(fmm_makeplan(&o, nullptr, &p), FMM_ERR_ARG) << "mixed on the CPU";
+    EXPECT_EQ(p, nullptr);
+    o.device = FMM_DEVICE_CUDA, o.tolerance = 0.5 * FMM_MIXED_TOL_MIN;
+    int rc = fmm_makeplan(&o, nullptr, &p);
+    EXPECT_TRUE(rc == FMM_ERR_TOLERANCE || rc == FMM_ERR_DEVICE) << fmm_strerror(rc);
+    EXPECT_EQ(p, nullptr);
 }
 
 // A build without CUDA must answer FMM_ERR_DEVICE (at makeplan, or at the latest at

@@ -166,6 +166,51 @@ TEST(GpuPeriodic, WaterLikeBoxAgainstEwald) {
     }
 }
 
+// Mixed precision (float P2P on leaf-relative positions): against the same sums in double at
+// equal (p, D), the float near field must stay below FMM_MIXED_TOL_MIN (what the mode
+// promises; it prints the measured difference), and at each tolerance it accepts, the total
+// error against the Ewald sum must meet it, virial included.
+TEST(GpuMixed, FloatNearFieldMeetsItsTolerance) {
+    SKIP_WITHOUT_GPU();
+    const long nmol = 3000, n = 3 * nmol;
+    std::vector<double> xyz(3 * n), q(n);
+    double L = 0;
+    ASSERT_EQ(pts_water(nmol, test_seed(), xyz.data(), q.data(), &L), PTS_OK);
+    const double box[3] = {L, L, L};
+    for (int D : {2, 3, 4}) {
+        fmm_opts o;
+        fmm_default_opts(&o);
+        o.order = 8, o.depth = D, o.periodic = 1;
+        Out dbl, mix;
+        ASSERT_EQ(run(FMM_DEVICE_CUDA, xyz, q, o, box, dbl, true), FMM_OK);
+        o.precision = FMM_PRECISION_MIXED;
+        ASSERT_EQ(run(FMM_DEVICE_CUDA, xyz, q, o, box, mix, true), FMM_OK);
+        const double ep = rel(mix.phi, dbl.phi), ef = rel(mix.field, dbl.field);
+        std::cout << "depth " << D << ": mixed vs double rel phi " << ep << " field " << ef << " energy "
+                  << std::fabs(mix.energy / dbl.energy - 1) << "\n";
+        EXPECT_LT(ep, FMM_MIXED_TOL_MIN) << "depth " << D;
+        EXPECT_LT(ef, FMM_MIXED_TOL_MIN) << "depth " << D;
+    }
+    Out ref;
+    ref.phi.resize(n), ref.field.resize(3 * n);
+    ASSERT_EQ(fmm_ewald(n, xyz.data(), q.data(), box, 1e-10, ref.phi.data(), ref.field.data(), &ref.energy,
+                        ref.virial, 0),
+              FMM_OK);
+    for (double tol : {1e-3, 1e-4, FMM_MIXED_TOL_MIN}) {
+        fmm_opts o;
+        fmm_default_opts(&o);
+        o.tolerance = tol, o.periodic = 1, o.precision = FMM_PRECISION_MIXED;
+        Out d;
+        ASSERT_EQ(run(FMM_DEVICE_CUDA, xyz, q, o, box, d, true), FMM_OK);
+        std::cout << "tolerance " << tol << ": rel phi " << rel(d.phi, ref.phi) << " field "
+                  << rel(d.field, ref.field) << "\n";
+        EXPECT_LT(rel(d.phi, ref.phi), tol) << "tolerance " << tol;
+        double vn = 0, vd = 0;
+        for (int k = 0; k < 9; ++k) vn += ref.virial[k] * ref.virial[k], vd += std::pow(d.virial[k] - ref.virial[k], 2);
+        EXPECT_LT(std::sqrt(vd / vn), 10 * tol) << "virial, tolerance " << tol;
+    }
+}
+
 TEST(GpuPlan, ReusesTheGraphAcrossSetptsAndExecute) {
     SKIP_WITHOUT_GPU();
     std::mt19937_64 g(test_seed());

@@ -10,6 +10,7 @@
 #   free-energy perturbed charges          -> "does not support free-energy perturbed charges"
 #   semi-isotropic pressure coupling       -> "only isotropic pressure coupling"
 #   fmm-tolerance out of range             -> "fmm-tolerance = 0.1 is outside"
+#   fmm-precision = mixed on the CPU       -> "fmm-precision = mixed needs fmm-device = cuda"
 #   mdrun with 2 thread-MPI ranks          -> "runs on one rank only"
 # and the plain case must pass grompp. Takes ~10 s. Exit status: number of failed cases.
 set -uo pipefail
@@ -85,6 +86,9 @@ expect semiisotropic "only isotropic pressure coupling" grompp semi.mdp "$S/wate
 
 sed 's/^fmm-tolerance .*/fmm-tolerance = 0.1/' "$MDP" > tol.mdp
 expect tolerance "fmm-tolerance = 0.1 is outside" grompp tol.mdp "$S/water_3k.gro"
+
+(cat "$MDP"; echo "fmm-precision = mixed") > mixed.mdp
+expect mixed_cpu "fmm-precision = mixed needs fmm-device = cuda" grompp mixed.mdp "$S/water_3k.gro"
 
 if [ -f ok.tpr ]; then
     expect two_ranks "runs on one rank only" \

@@ -68,6 +68,15 @@ enum class FmmDevice : int
 };
 const EnumerationArray<FmmDevice, const char*> c_fmmDeviceNames = { { "cpu", "cuda" } };
 
+//! Arithmetic of the GPU FMM (mdp fmm-precision): mixed = near field in float
+enum class FmmPrecision : int
+{
+    Double,
+    Mixed,
+    Count
+};
+const EnumerationArray<FmmPrecision, const char*> c_fmmPrecisionNames = { { "double", "mixed" } };
+
 //! Boundary at infinity of the periodic lattice (mdp fmm-boundary)
 enum class FmmBoundary : int
 {
@@ -85,6 +94,7 @@ const std::string c_depthTag     = "tree-depth";
 const std::string c_deviceTag    = "device";
 const std::string c_epsilonRTag  = "epsilon-r";
 const std::string c_boundaryTag  = "boundary";
+const std::string c_precisionTag = "precision";
 
 // tpr-internal (key-value tree) keys written at grompp, read at mdrun
 const std::string c_kvtCharges  = "fmm-charges";
@@ -100,6 +110,7 @@ struct FmmParameters
     FmmDevice   device_    = FmmDevice::Cpu;
     double      epsilonR_  = 0; // 0: the mdp epsilon-r
     FmmBoundary boundary_  = FmmBoundary::Tinfoil;
+    FmmPrecision precision_ = FmmPrecision::Double;
     // resolved at grompp / read at mdrun
     std::vector<double> charges_;
     double              epsilonRResolved_ = 1;
@@ -124,6 +135,7 @@ public:
         addTransform<std::string>(rules, stringIdentity, c_deviceTag);
         addTransform<double>(rules, &fromStdString<double>, c_epsilonRTag);
         addTransform<std::string>(rules, stringIdentity, c_boundaryTag);
+        addTransform<std::string>(rules, stringIdentity, c_precisionTag);
     }
 
     void initMdpOptions(IOptionsContainerWithSections* options) override
@@ -139,6 +151,9 @@ public:
         section.addOption(EnumOption<FmmBoundary>(c_boundaryTag.c_str())
                                   .enumValue(c_fmmBoundaryNames)
                                   .store(&p_.boundary_));
+        section.addOption(EnumOption<FmmPrecision>(c_precisionTag.c_str())
+                                  .enumValue(c_fmmPrecisionNames)
+                                  .store(&p_.precision_));
     }
 
     void buildMdpOutput(KeyValueTreeObjectBuilder* builder) const override
@@ -162,6 +177,9 @@ public:
         value(builder, p_.epsilonR_, c_epsilonRTag);
         comment(builder, "; boundary of the periodic lattice at infinity: tinfoil or vacuum", c_boundaryTag);
         value(builder, std::string(c_fmmBoundaryNames[p_.boundary_]), c_boundaryTag);
+        comment(builder, "; double, or mixed (cuda only: near field in float, fmm-tolerance >= 1e-5)",
+                c_precisionTag);
+        value(builder, std::string(c_fmmPrecisionNames[p_.precision_]), c_precisionTag);
     }
 
     bool active() const { return p_.active_; }
@@ -203,6 +221,17 @@ public:
         {
             GMX_THROW(InconsistentInputError(formatString(
                     "fmm-tolerance = %g is outside [%g, %g]", p_.tolerance_, FMM_TOL_MIN, FMM_TOL_MAX)));
+        }
+        if (p_.precision_ == FmmPrecision::Mixed && p_.device_ != FmmDevice::Cuda)
+        {
+            GMX_THROW(InconsistentInputError("fmm-precision = mixed needs fmm-device = cuda"));
+        }
+        if (p_.precision_ == FmmPrecision::Mixed && p_.order_ == 0 && p_.tolerance_ < FMM_MIXED_TOL_MIN)
+        {
+            GMX_THROW(InconsistentInputError(formatString(
+                    "fmm-precision = mixed: fmm-tolerance = %g is below %g (the float near field's "
+                    "own error); use double or a larger tolerance",
+                    p_.tolerance_, FMM_MIXED_TOL_MIN)));
         }
         if (p_.order_ != 0 && (p_.order_ < FMM_ORDER_MIN || p_.order_ > FMM_ORDER_MAX))
         {
@@ -421,6 +450,7 @@ public:
         opts_.periodic  = 1;
         opts_.boundary  = (p_.boundary_ == FmmBoundary::Vacuum) ? FMM_BOUNDARY_VACUUM : FMM_BOUNDARY_TINFOIL;
         opts_.device    = (p_.device_ == FmmDevice::Cuda) ? FMM_DEVICE_CUDA : FMM_DEVICE_CPU;
+        opts_.precision = (p_.precision_ == FmmPrecision::Mixed) ? FMM_PRECISION_MIXED : FMM_PRECISION_DOUBLE;
         opts_.threads   = gmx_omp_nthreads_get(ModuleMultiThread::Default);
         prefactor_      = c_one4PiEps0 / p_.epsilonRResolved_;
     }
@@ -595,11 +625,12 @@ private:
         {
             log(formatString("FMM module: %zu charges, %zu excluded pairs, box %.4f nm, %s, "
                              "tolerance %g, order %d, tree depth %d (%s), %ld leaves, %d threads, "
-                             "epsilon-r %g, boundary %s",
+                             "epsilon-r %g, boundary %s, precision %s",
                              p_.charges_.size(), exclusionPairs_.size() / 2, planEdge_,
                              c_fmmDeviceNames[p_.device_], p_.tolerance_, info.order, info.depth,
                              p_.treeDepth_ < 0 ? "adaptive" : "uniform", info.nleaves, opts_.threads,
-                             p_.epsilonRResolved_, c_fmmBoundaryNames[p_.boundary_]));
+                             p_.epsilonRResolved_, c_fmmBoundaryNames[p_.boundary_],
+                             c_fmmPrecisionNames[p_.precision_]));
         }
         infoLogged_ = true;
     }
