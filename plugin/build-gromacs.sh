@@ -16,7 +16,8 @@
 #     Debian, no tests or manual, ccache when installed), builds and installs it into PREFIX.
 # WORK is build-gromacs/ in the repository (git-ignored), or $FMM_GMX_WORK.
 # Environment: GMX_SIMD (default AVX2_256 for the CPU build, auto-detected for --cuda),
-# SKIP_APT=1 (no apt-get: machines without internet), CUDA_SM (default 90), FMM_NATIVE (ON/OFF, default ON: libfmm with -march=native, as it runs where it is built).
+# SKIP_APT=1 (no apt-get: machines without internet), GMX_FFT (default fftw3; fftpack, bundled with
+# GROMACS, where FFTW3 is not installed: enough when PME runs on the GPU with cuFFT), CUDA_SM (default 90), FMM_NATIVE (ON/OFF, default ON: libfmm with -march=native, as it runs where it is built).
 # A first CPU build takes ~15-20 min on 2 cores; with a warm ccache about a minute.
 set -euo pipefail
 
@@ -146,7 +147,7 @@ fi
 BUILD=$WORK/build-$KIND
 gmx_args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX"
           -DGMX_MPI=OFF -DGMXAPI=OFF -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON
-          -DGMX_FFT_LIBRARY=fftw3 -DGMX_BUILD_OWN_FFTW=OFF
+          -DGMX_FFT_LIBRARY="${GMX_FFT:-fftw3}" -DGMX_BUILD_OWN_FFTW=OFF
           -DBUILD_TESTING=OFF -DGMX_BUILD_MANUAL=OFF -DGMX_INSTALL_NBLIB_API=OFF
           -DGMX_FMM_INCLUDE_DIR="$REPO/include" -DGMX_FMM_LIBRARIES="$FMM_LIBS")
 if [ "$CUDA" -eq 1 ]; then
