@@ -135,11 +135,13 @@ cmake -S "$REPO" -B "$FMMLIB" -DCMAKE_BUILD_TYPE=Release -DFMM_TESTS=OFF \
 cmake --build "$FMMLIB" --target fmm -j"$JOBS" >/dev/null
 FMM_LIBS="$FMMLIB/libfmm.a;gomp;m"
 if [ "$CUDA" -eq 1 ]; then
-    grep -q 'FMM_HAVE_CUDA:INTERNAL=ON\|fmm: CUDA support ON' "$FMMLIB/CMakeCache.txt" 2>/dev/null || true
+    # libfmm.a's device code uses device-side launches (m2l_dynamic.cu): the device runtime
+    # (static only) goes in front of the CUDA runtime
     NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-    CUDART=$(dirname "$(dirname "$(realpath "$NVCC")")")/lib64/libcudart.so
+    CUDALIB=$(dirname "$(dirname "$(realpath "$NVCC")")")/lib64
+    CUDART=$CUDALIB/libcudart.so
     [ -e "$CUDART" ] || CUDART=cudart
-    FMM_LIBS="$FMM_LIBS;$CUDART"
+    FMM_LIBS="$FMM_LIBS;$CUDALIB/libcudadevrt.a;$CUDART"
 fi
 
 # ---------------------------------------------------------------------------------------
