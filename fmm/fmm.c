@@ -197,6 +197,9 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
     if (!xyz) return FMM_ERR_ARG;
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     int bad = 0;
+    const int nt = P->opts.threads > 0 ? P->opts.threads : omp_get_max_threads();
+#pragma omp parallel for num_threads(nt) if (n > 50000) reduction(min : lo[:3]) reduction(max : hi[:3]) \
+    reduction(| : bad)
     for (long i = 0; i < n; ++i)
         for (int d = 0; d < 3; ++d) {
             double v = xyz[3 * i + d];
@@ -206,18 +209,8 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
         }
     if (bad) return FMM_ERR_NONFINITE;
     double side;
-    const double *pts = xyz;
-    double *wrapped = NULL;
     if (P->opts.periodic) {
-        /* wrap into [0, L): the tree, the root multipole and the dipole all use these */
         side = P->box[0];
-        wrapped = malloc(sizeof(double) * 3 * (size_t)n);
-        if (!wrapped) return FMM_ERR_NOMEM;
-        for (long i = 0; i < 3 * n; ++i) {
-            double v = xyz[i] - side * floor(xyz[i] / side);
-            wrapped[i] = v < side ? v : 0.0;
-        }
-        pts = wrapped;
         lo[0] = lo[1] = lo[2] = 0.0;
     } else if (P->have_box) {
         for (int d = 0; d < 3; ++d)
@@ -232,7 +225,6 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
 #ifdef FMM_HAVE_CUDA
     if (P->gpu) {
         /* the device wraps the positions itself and bins them into a uniform tree */
-        free(wrapped);
         int depth = P->opts.depth >= 0 ? P->opts.depth : fmm_gpu_auto_depth(n, P->p);
         int rc = fmm_gpu_setpts(P->gpu, n, xyz, lo, side, depth);
         P->have_pts = rc == FMM_OK;
@@ -242,6 +234,18 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
         return FMM_OK;
     }
 #endif
+    const double *pts = xyz;
+    double *wrapped = NULL;
+    if (P->opts.periodic) {
+        /* wrap into [0, L): the tree, the root multipole and the dipole all use these */
+        wrapped = malloc(sizeof(double) * 3 * (size_t)n);
+        if (!wrapped) return FMM_ERR_NOMEM;
+        for (long i = 0; i < 3 * n; ++i) {
+            double v = xyz[i] - side * floor(xyz[i] / side);
+            wrapped[i] = v < side ? v : 0.0;
+        }
+        pts = wrapped;
+    }
     int saved = omp_get_max_threads();
     if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
     octree t;

@@ -87,7 +87,7 @@ expect semiisotropic "only isotropic pressure coupling" grompp semi.mdp "$S/wate
 sed 's/^fmm-tolerance .*/fmm-tolerance = 0.1/' "$MDP" > tol.mdp
 expect tolerance "fmm-tolerance = 0.1 is outside" grompp tol.mdp "$S/water_3k.gro"
 
-(cat "$MDP"; echo "fmm-precision = mixed") > mixed.mdp
+sed "s/^fmm-precision .*/fmm-precision = mixed/" "$MDP" > mixed.mdp
 expect mixed_cpu "fmm-precision = mixed needs fmm-device = cuda" grompp mixed.mdp "$S/water_3k.gro"
 
 if [ -f ok.tpr ]; then

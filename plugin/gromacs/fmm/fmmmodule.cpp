@@ -440,9 +440,29 @@ private:
 class FmmForceProvider final : public IForceProvider
 {
 public:
-    FmmForceProvider(const FmmParameters& p, std::vector<int> exclusionPairs, const MDLogger* logger) :
-        p_(p), exclusionPairs_(std::move(exclusionPairs)), logger_(logger)
+    FmmForceProvider(const FmmParameters& p, const std::vector<int>& exclusionPairs, const MDLogger* logger) :
+        p_(p), logger_(logger)
     {
+        // excluded partners per atom (both directions), so that the correction loop runs over
+        // atoms in parallel without two threads adding to one force
+        const size_t n = p_.charges_.size();
+        exclStart_.assign(n + 1, 0);
+        for (int a : exclusionPairs)
+        {
+            exclStart_[a + 1]++;
+        }
+        for (size_t i = 0; i < n; i++)
+        {
+            exclStart_[i + 1] += exclStart_[i];
+        }
+        exclPartner_.resize(exclusionPairs.size());
+        std::vector<int> fill(exclStart_.begin(), exclStart_.end() - 1);
+        for (size_t k = 0; k < exclusionPairs.size(); k += 2)
+        {
+            exclPartner_[fill[exclusionPairs[k]]++]     = exclusionPairs[k + 1];
+            exclPartner_[fill[exclusionPairs[k + 1]]++] = exclusionPairs[k];
+        }
+        numExclusionPairs_ = exclusionPairs.size() / 2;
         fmm_default_opts(&opts_);
         opts_.tolerance = p_.tolerance_;
         opts_.order     = p_.order_;
@@ -483,6 +503,8 @@ public:
         }
         xyz_.resize(3 * static_cast<size_t>(n));
         field_.resize(3 * static_cast<size_t>(n));
+        const int nt = opts_.threads;
+#pragma omp parallel for num_threads(nt) schedule(static)
         for (int i = 0; i < n; i++)
         {
             for (int d = 0; d < DIM; d++)
@@ -511,73 +533,59 @@ public:
             logPlan();
         }
 
-        // all pairs, periodic: forces, energy and virial (GROMACS: Xi = -1/2 sum x (x) f = -W/2)
-        const ArrayRef<RVec> f = fwv.force_;
-        const double         c = prefactor_;
+        // all pairs, periodic: forces, energy and virial (GROMACS: Xi = -1/2 sum x (x) f = -W/2);
+        // excluded pairs: remove their direct q_i q_j / r (minimum image), each pair seen from
+        // both atoms (hence the halves)
+        const ArrayRef<RVec> f     = fwv.force_;
+        const double         c     = prefactor_;
+        double               eExcl = 0;
+        double               vx[DIM * DIM] = { 0 };
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : eExcl, vx[:DIM * DIM])
         for (int i = 0; i < n; i++)
         {
-            const double cq = c * p_.charges_[i];
-            f[i][XX] += cq * field_[3 * i + 0];
-            f[i][YY] += cq * field_[3 * i + 1];
-            f[i][ZZ] += cq * field_[3 * i + 2];
-        }
-        double e = c * energy;
-        matrix vir;
-        clear_mat(vir);
-        if (wantVirial)
-        {
-            for (int a = 0; a < DIM; a++)
+            const double cq    = c * p_.charges_[i];
+            double       fi[3] = { cq * field_[3 * i + 0], cq * field_[3 * i + 1], cq * field_[3 * i + 2] };
+            for (int k = exclStart_[i]; k < exclStart_[i + 1]; k++)
             {
-                for (int b = 0; b < DIM; b++)
+                const int j = exclPartner_[k];
+                double    dx[DIM];
+                double    r2 = 0;
+                for (int d = 0; d < DIM; d++)
                 {
-                    vir[a][b] = -0.5 * c * w[3 * b + a];
+                    dx[d] = xyz_[3 * i + d] - xyz_[3 * j + d];
+                    dx[d] -= l * std::round(dx[d] / l);
+                    r2 += dx[d] * dx[d];
                 }
-            }
-        }
-
-        // excluded pairs: remove their direct q_i q_j / r (minimum image)
-        double eExcl = 0;
-        double virExcl[DIM][DIM] = { { 0 } };
-        for (size_t k = 0; k < exclusionPairs_.size(); k += 2)
-        {
-            const int i = exclusionPairs_[k];
-            const int j = exclusionPairs_[k + 1];
-            double    dx[DIM];
-            double    r2 = 0;
-            for (int d = 0; d < DIM; d++)
-            {
-                dx[d] = xyz_[3 * i + d] - xyz_[3 * j + d];
-                dx[d] -= l * std::round(dx[d] / l);
-                r2 += dx[d] * dx[d];
-            }
-            const double qq   = c * p_.charges_[i] * p_.charges_[j];
-            const double rinv = 1.0 / std::sqrt(r2);
-            const double fs   = qq * rinv * rinv * rinv; // force on i of +qq/r is fs * dx
-            eExcl += qq * rinv;
-            for (int d = 0; d < DIM; d++)
-            {
-                f[i][d] -= fs * dx[d];
-                f[j][d] += fs * dx[d];
-            }
-            if (wantVirial)
-            {
+                const double qq   = cq * p_.charges_[j];
+                const double rinv = 1.0 / std::sqrt(r2);
+                const double fs   = qq * rinv * rinv * rinv; // force on i of +qq/r is fs * dx
+                eExcl += 0.5 * qq * rinv;
+                for (int d = 0; d < DIM; d++)
+                {
+                    fi[d] -= fs * dx[d];
+                }
                 for (int a = 0; a < DIM; a++)
                 {
                     for (int b = 0; b < DIM; b++)
                     {
-                        virExcl[a][b] += 0.5 * fs * dx[a] * dx[b];
+                        vx[DIM * a + b] += 0.25 * fs * dx[a] * dx[b];
                     }
                 }
             }
+            for (int d = 0; d < DIM; d++)
+            {
+                f[i][d] += fi[d];
+            }
         }
-        e -= eExcl;
+        const double e = c * energy - eExcl;
         if (wantVirial)
         {
+            matrix vir;
             for (int a = 0; a < DIM; a++)
             {
                 for (int b = 0; b < DIM; b++)
                 {
-                    vir[a][b] += virExcl[a][b];
+                    vir[a][b] = -0.5 * c * w[3 * b + a] + vx[DIM * a + b];
                 }
             }
             fwv.addVirialContribution(vir);
@@ -626,7 +634,7 @@ private:
             log(formatString("FMM module: %zu charges, %zu excluded pairs, box %.4f nm, %s, "
                              "tolerance %g, order %d, tree depth %d (%s), %ld leaves, %d threads, "
                              "epsilon-r %g, boundary %s, precision %s",
-                             p_.charges_.size(), exclusionPairs_.size() / 2, planEdge_,
+                             p_.charges_.size(), numExclusionPairs_, planEdge_,
                              c_fmmDeviceNames[p_.device_], p_.tolerance_, info.order, info.depth,
                              p_.treeDepth_ < 0 ? "adaptive" : "uniform", info.nleaves, opts_.threads,
                              p_.epsilonRResolved_, c_fmmBoundaryNames[p_.boundary_],
@@ -636,7 +644,9 @@ private:
     }
 
     const FmmParameters& p_;
-    std::vector<int>     exclusionPairs_; // i0 j0 i1 j1 ... global indices, i < j
+    std::vector<int>     exclStart_;   // atom i's excluded partners: exclPartner_[exclStart_[i] ..]
+    std::vector<int>     exclPartner_;
+    size_t               numExclusionPairs_ = 0;
     const MDLogger*      logger_;
     fmm_opts             opts_;
     fmm_plan*            plan_            = nullptr;
@@ -773,7 +783,7 @@ public:
                     numAtoms_, options_.parameters().charges_.size())));
         }
         forceProvider_ = std::make_unique<FmmForceProvider>(
-                options_.parameters(), std::move(exclusionPairs_), logger_);
+                options_.parameters(), exclusionPairs_, logger_);
         forceProviders->addForceProvider(forceProvider_.get());
     }
 
