@@ -1,5 +1,7 @@
 #include "fmm.h"
 
+#include <stdlib.h>
+
 #ifdef FMM_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -15,4 +17,29 @@ int fmm_cuda_device_count(void) {
 #else
     return 0;
 #endif
+}
+
+void *fmm_host_alloc(size_t bytes) {
+    if (bytes == 0) return NULL;
+#ifdef FMM_HAVE_CUDA
+    if (fmm_cuda_device_count() > 0) {
+        void *p = NULL;
+        if (cudaMallocHost(&p, bytes) == cudaSuccess) return p;
+        (void)cudaGetLastError();
+    }
+#endif
+    return malloc(bytes);
+}
+
+void fmm_host_free(void *p) {
+    if (!p) return;
+#ifdef FMM_HAVE_CUDA
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeHost) {
+        cudaFreeHost(p);
+        return;
+    }
+    (void)cudaGetLastError();
+#endif
+    free(p);
 }

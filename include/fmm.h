@@ -127,6 +127,12 @@ const char *fmm_strerror(int status);
  * machine has no GPU (GPU tests skip on 0). */
 int fmm_cuda_device_count(void);
 
+/* Host memory for a CUDA plan's inputs and outputs (positions, charges, phi, field): page-locked
+ * where the library has CUDA and a device (the copies to and from the device run at full speed),
+ * ordinary malloc otherwise. NULL for 0 bytes or on failure; free with fmm_host_free (NULL ok). */
+void *fmm_host_alloc(size_t bytes);
+void fmm_host_free(void *p);
+
 /* CUDA plans (opts.device = FMM_DEVICE_CUDA), for benchmarks: replay the evaluation that the
  * last fmm_execute ran (binning of the device-resident positions into the tree, far and near
  * field, outputs on the device) `reps` times as one CUDA graph launch each, and store each

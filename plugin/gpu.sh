@@ -27,6 +27,7 @@ WORK=${WORK:-/tmp/fmm-gmx-gpu}
 mkdir -p "$RES" "$WORK"
 FMM_TOL=${FMM_TOL:-1e-3}
 FMM_PRECISION=${FMM_PRECISION:-mixed}
+export GMX_FMM_TIMING=1 # the module logs where its time goes (mean of 500 calls) into md.log
 SYSTEMS=${SYSTEMS:-"24k 100k 1m"}
 NT=$(nproc)
 log() { echo "== gpu.sh: $*" | tee -a "$RES/gpu.log"; }
@@ -126,5 +127,11 @@ done
     echo "| system | atoms | solver | steps | ns/day | ms/step | mdrun flags | status |"
     echo "|---|---:|---|---:|---:|---:|---|---|"
     tail -n +2 "$RES/gpu_nsday.csv" | awk -F, '{printf "| %s | %s | %s | %s | %s | %s | `%s` | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}'
+    echo
+    echo "Where the FMM module's time goes (GMX_FMM_TIMING, last 500 calls of each run):"
+    echo
+    for f in "$RES"/*_fmm/md.log; do
+        [ -f "$f" ] && echo "- $(basename "$(dirname "$f")"): $(grep -h 'FMM module timing' "$f" | tail -1)"
+    done
 } > "$RES/gpu_nsday.md"
 cat "$RES/gpu_nsday.md"

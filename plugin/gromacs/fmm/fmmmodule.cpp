@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstdint>
 #include <map>
@@ -114,6 +116,39 @@ struct FmmParameters
     // resolved at grompp / read at mdrun
     std::vector<double> charges_;
     double              epsilonRResolved_ = 1;
+};
+
+/*! \brief Host array for the FMM's inputs and outputs: page-locked where the library has a
+ * CUDA device (fmm_host_alloc), so that the per-step copies run at full speed */
+class FmmHostArray
+{
+public:
+    FmmHostArray() = default;
+    FmmHostArray(const FmmHostArray&) = delete;
+    FmmHostArray& operator=(const FmmHostArray&) = delete;
+    ~FmmHostArray() { fmm_host_free(p_); }
+    void resize(size_t n)
+    {
+        if (n <= n_)
+        {
+            return;
+        }
+        fmm_host_free(p_);
+        n_ = 0;
+        p_ = static_cast<double*>(fmm_host_alloc(sizeof(double) * n));
+        if (p_ == nullptr)
+        {
+            GMX_THROW(InternalError(formatString("FMM module: no memory for %zu values", n)));
+        }
+        n_ = n;
+    }
+    double*       data() { return p_; }
+    double&       operator[](size_t i) { return p_[i]; }
+    const double& operator[](size_t i) const { return p_[i]; }
+
+private:
+    double* p_ = nullptr;
+    size_t  n_ = 0;
 };
 
 std::string fmmStatusText(int rc)
@@ -463,6 +498,9 @@ public:
             exclPartner_[fill[exclusionPairs[k + 1]]++] = exclusionPairs[k];
         }
         numExclusionPairs_ = exclusionPairs.size() / 2;
+        q_.resize(n);
+        std::copy(p_.charges_.begin(), p_.charges_.end(), q_.data());
+        timing_ = std::getenv("GMX_FMM_TIMING") != nullptr;
         fmm_default_opts(&opts_);
         opts_.tolerance = p_.tolerance_;
         opts_.order     = p_.order_;
@@ -501,6 +539,7 @@ public:
         {
             makePlan(l);
         }
+        const auto t0 = std::chrono::steady_clock::now();
         xyz_.resize(3 * static_cast<size_t>(n));
         field_.resize(3 * static_cast<size_t>(n));
         const int nt = opts_.threads;
@@ -512,22 +551,25 @@ public:
                 xyz_[3 * i + d] = in.x_[i][d];
             }
         }
+        const auto t1 = std::chrono::steady_clock::now();
         check(fmm_setpts(plan_, n, xyz_.data()), "fmm_setpts");
+        const auto t2 = std::chrono::steady_clock::now();
 
         ForceWithVirial& fwv        = out->forceWithVirial_;
         const bool       wantVirial = fwv.computeVirial_ && virialAvailable_;
         double           energy     = 0;
         double           w[9]       = { 0 };
-        int rc = fmm_execute(plan_, p_.charges_.data(), nullptr, field_.data(), &energy, wantVirial ? w : nullptr);
+        int rc = fmm_execute(plan_, q_.data(), nullptr, field_.data(), &energy, wantVirial ? w : nullptr);
         if (rc == FMM_ERR_UNSUPPORTED && wantVirial)
         {
             virialAvailable_ = false;
             log(formatString("FMM module: no periodic virial from the FMM library for this set-up "
                              "(%s): the pressure lacks the Coulomb contribution",
                              fmmStatusText(rc).c_str()));
-            rc = fmm_execute(plan_, p_.charges_.data(), nullptr, field_.data(), &energy, nullptr);
+            rc = fmm_execute(plan_, q_.data(), nullptr, field_.data(), &energy, nullptr);
         }
         check(rc, "fmm_execute");
+        const auto t3 = std::chrono::steady_clock::now();
         if (!infoLogged_)
         {
             logPlan();
@@ -578,6 +620,26 @@ public:
             }
         }
         const double e = c * energy - eExcl;
+        if (timing_)
+        {
+            const auto   t4  = std::chrono::steady_clock::now();
+            const double d[] = { std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                                 std::chrono::duration<double, std::milli>(t2 - t1).count(),
+                                 std::chrono::duration<double, std::milli>(t3 - t2).count(),
+                                 std::chrono::duration<double, std::milli>(t4 - t3).count() };
+            for (int k = 0; k < 4; k++)
+            {
+                timeMs_[k] += d[k];
+            }
+            if (++timedCalls_ == 500)
+            {
+                log(formatString("FMM module timing, mean of 500 calls (ms): positions %.3f, "
+                                 "fmm_setpts %.3f, fmm_execute %.3f, forces and exclusions %.3f",
+                                 timeMs_[0] / 500, timeMs_[1] / 500, timeMs_[2] / 500, timeMs_[3] / 500));
+                timedCalls_ = 0;
+                std::fill(std::begin(timeMs_), std::end(timeMs_), 0.0);
+            }
+        }
         if (wantVirial)
         {
             matrix vir;
@@ -655,8 +717,12 @@ private:
     double               prefactor_       = 1;
     bool                 virialAvailable_ = true;
     bool                 infoLogged_      = false;
-    std::vector<double>  xyz_;
-    std::vector<double>  field_;
+    FmmHostArray         xyz_;
+    FmmHostArray         field_;
+    FmmHostArray         q_;
+    bool                 timing_     = false; // environment GMX_FMM_TIMING: log where the time goes
+    int                  timedCalls_ = 0;
+    double               timeMs_[4]  = { 0 };
 };
 
 class FmmOutputProvider final : public IMDOutputProvider
