@@ -16,19 +16,20 @@
 # nve_{pme,fmm}.mdp, counters reset half-way; ns/day from md.log.
 # Writes $OUT/gromacs/gpu_nsday.md (table), gpu_nsday.csv, one folder per run with md.log and
 # grompp/mdrun output, build logs. Environment: STEPS_24K (default 4000), STEPS_100K (2000),
-# STEPS_1M (400), FMM_TOL (default 1e-3), FMM_PRECISION (mixed: float near field, like PME's
-# mixed-precision GROMACS; or double), SYSTEMS (default "24k 100k 1m").
+# STEPS_1M (400), STEPS_DROPLET (4000), FMM_TOL (default 1e-3), FMM_PRECISION (mixed: float near field, like PME's
+# mixed-precision GROMACS; or double), SYSTEMS (default "24k 100k 1m droplet":
+# the droplet is 3,345 SPC/E atoms in a 10 nm box, systems/water/spce_droplet_r2.gro).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
 OUT=${OUT:-$REPO/build-gromacs/gpu-out}
-RES=$OUT/gromacs
+RES=${RES:-$OUT/gromacs}
 WORK=${WORK:-/tmp/fmm-gmx-gpu}
 mkdir -p "$RES" "$WORK"
 FMM_TOL=${FMM_TOL:-1e-3}
 FMM_PRECISION=${FMM_PRECISION:-mixed}
 export GMX_FMM_TIMING=1 # the module logs where its time goes (mean of 500 calls) into md.log
-SYSTEMS=${SYSTEMS:-"24k 100k 1m"}
+SYSTEMS=${SYSTEMS:-"24k 100k 1m droplet"}
 NT=$(nproc)
 log() { echo "== gpu.sh: $*" | tee -a "$RES/gpu.log"; }
 
@@ -57,6 +58,7 @@ export GMXLIB=$WORK/gmx/share/gromacs/top
 SYS=$WORK/systems
 mkdir -p "$SYS"
 cp systems/gromacs/water_24k.gro "$SYS/24k.gro"
+cp systems/water/spce_droplet_r2.gro "$SYS/droplet.gro"
 for spec in "100k tile_nx16 2" "1m tile_nx14 5"; do
     set -- $spec
     if [ -f "systems/water/build/$2.gro" ]; then
@@ -111,7 +113,12 @@ run_one() { # run_one NAME KIND STEPS
 for s in $SYSTEMS; do
     [ -f "$SYS/$s.gro" ] || continue
     top_for "$SYS/$s.gro"
-    case $s in 24k) steps=${STEPS_24K:-4000} ;; 100k) steps=${STEPS_100K:-2000} ;; *) steps=${STEPS_1M:-400} ;; esac
+    case $s in
+        24k) steps=${STEPS_24K:-4000} ;;
+        100k) steps=${STEPS_100K:-2000} ;;
+        droplet) steps=${STEPS_DROPLET:-4000} ;;
+        *) steps=${STEPS_1M:-400} ;;
+    esac
     for kind in pme fmm; do
         log "$s $kind ($steps steps)"
         run_one "$s" "$kind" "$steps"
