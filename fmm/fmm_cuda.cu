@@ -22,11 +22,12 @@
         if (rc_) return rc_;                                                                  \
     } while (0)
 
-/* From this level down the M2L runs as the symmetric variant (one operator application per
- * symmetry class with Walsh-Hadamard combined sources: 56 instead of 189 per box; 2.5-3x faster
- * than the tiled/tensor kernels on an H100 at p 4..10, depths 4-5, bench/results/m2l_bench.csv);
- * coarser levels (8^3 boxes and fewer: slower there, 24k water) use the tiled/tensor kernel. */
-#define SYM_LEVEL 4
+/* Every M2L level runs as the symmetric variant (one operator application per symmetry class
+ * with Walsh-Hadamard combined sources: 56 instead of 189 per box; m2l/m2l_symmetric.cu). It
+ * was kept off levels 1..3 until the P2P stopped hiding the far field; measured on an H100 in
+ * the whole periodic FMM (p 7, mixed, median of 30..100 graph replays), symmetric from level
+ * 4 / 3 / 2 / 1: 24k 0.651 / 0.577 / 0.499 / 0.459 ms, 100k 1.170 / 1.102 / 1.024 / 0.954,
+ * 1M 5.33 / 5.26 / 5.18 / 5.12 (bench/results/fmm_gpu_h100.md). */
 #define P2P_WIDE_DEPTH 3 /* P2P with 8 warps per leaf up to this depth, 4 below */
 #define KEYBITS 20 /* the CPU octree's integer grid (core/octree.c): 2^20 cells per axis */
 enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_N = 96 };
@@ -35,7 +36,7 @@ struct fmm_gpu {
     int p, nc, periodic, tinfoil, depth, mixed;
     long n, cap;
     m2l_gpu_ops m2l;
-    m2l_sym_plan *sym[11]; /* per level >= SYM_LEVEL: the presorted symmetric M2L (m2l/m2l_symmetric.cu) */
+    m2l_sym_plan *sym[11]; /* per level with M2L: the presorted symmetric M2L (m2l/m2l_symmetric.cu) */
     int sym_depth;
     double *m2mT, *l2lT; /* [8 octants][nc in][nc out] */
     double *lattice, *bg;
@@ -438,11 +439,10 @@ static inline unsigned blocks(long n, int t) { return (unsigned)((n + t - 1) / t
 static int m2l_level(fmm_gpu *g, int l, cudaStream_t st) {
     const double *W = g->W + level_offset(l) * g->nc;
     double *U = g->U + level_offset(l) * g->nc;
-    if (g->sym[l]) return m2l_gpu_symmetric_run(g->sym[l], W, U, st);
-    return m2l_gpu_best(&g->m2l, l, g->periodic, W, U, st);
+    return m2l_gpu_symmetric_run(g->sym[l], W, U, st);
 }
 
-/* the symmetric M2L plans of levels SYM_LEVEL..depth */
+/* the symmetric M2L plans of the levels with M2L (periodic 1..depth, open 2..depth) */
 static int sym_plans(fmm_gpu *g, int depth) {
     if (g->sym_depth == depth) return FMM_OK;
     for (int l = 0; l < 11; ++l) {
@@ -450,7 +450,7 @@ static int sym_plans(fmm_gpu *g, int depth) {
         g->sym[l] = NULL;
     }
     g->sym_depth = -1;
-    for (int l = SYM_LEVEL; l <= depth; ++l) TRY(m2l_gpu_symmetric_plan(&g->m2l, l, g->periodic, &g->sym[l]));
+    for (int l = g->periodic ? 1 : 2; l <= depth; ++l) TRY(m2l_gpu_symmetric_plan(&g->m2l, l, g->periodic, &g->sym[l]));
     g->sym_depth = depth;
     return FMM_OK;
 }

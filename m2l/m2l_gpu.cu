@@ -367,12 +367,6 @@ extern "C" int m2l_gpu_tensor(const m2l_gpu_ops *g, int level, int periodic, con
     return tensor_run[g->p - 1](g, level, periodic, W, U, stream);
 }
 
-extern "C" int m2l_gpu_best(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
-                            cudaStream_t stream) {
-    return g->p <= M2L_TENSOR_PMAX && g->cc >= 80 ? m2l_gpu_tensor(g, level, periodic, W, U, stream)
-                                   : m2l_gpu_tiled(g, level, periodic, W, U, stream);
-}
-
 static int tiled_prepare(int p) {
     int rc = tiled_fns.prepare[p - 1]();
     return rc || p > M2L_TENSOR_PMAX ? rc : tensor_prepare[p - 1]();

@@ -14,7 +14,7 @@
  *              its output signs folded in, is staged in shared memory and applied to the
  *              gathered, input-signed source multipoles as a register-blocked GEMM; the sum
  *              over offsets stays in registers; on coarse levels the V list is split over
- *              several blocks per tile (atomic adds into U). The production kernel.
+ *              several blocks per tile (atomic adds into U).
  *   tensor     the tiled scheme with the products on the FP64 tensor cores (mma.m8n8k4):
  *              every warp holds all 8-row output tiles of its 8-column tiles; p <= 10.
  *   naive      one thread per (target box, output coefficient), one flat loop over the V
@@ -24,7 +24,8 @@
  *              the device (dynamic parallelism, approach 2).
  *   symmetric  presorted (target, source) lists per symmetry class and sign group
  *              (reflection bitset), one kernel per group launched asynchronously over
- *              8 streams, the class operator shared by the whole group (approach 3).
+ *              8 streams, the class operator shared by the whole group (approach 3). The
+ *              production kernel: the CUDA FMM runs every level with it.
  */
 #ifndef FMM_M2L_M2L_GPU_H
 #define FMM_M2L_M2L_GPU_H
@@ -74,11 +75,9 @@ int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int periodic, m2l_sy
 int m2l_gpu_symmetric_run(const m2l_sym_plan *plan, const double *W, double *U, cudaStream_t stream);
 void m2l_gpu_symmetric_free(m2l_sym_plan *plan);
 int m2l_symmetric_emulate(const m2l_operators *ops, int level, int periodic, const double *W, double *U);
-/* tensor: p <= M2L_TENSOR_PMAX only; best: tensor where it applies, else tiled (the FMM's) */
+/* tensor: p <= M2L_TENSOR_PMAX only */
 int m2l_gpu_tensor(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
                    cudaStream_t stream);
-int m2l_gpu_best(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
-                 cudaStream_t stream);
 
 #ifdef __cplusplus
 }
