@@ -23,6 +23,7 @@ static const char *help =
     "  --threads N        OpenMP threads (default: all)\n"
     "  --device cpu|cuda  where the FMM runs (default cpu); cuda: uniform tree (depth from n\n"
     "                     unless --depth), order <= 20, positions and charges on the GPU\n"
+    "  --precision double|mixed   cuda only: mixed runs the near field in float (tolerance >= 1e-5)\n"
     "  --repeat K         evaluate K more times with the same plan (fmm_setpts + fmm_execute,\n"
     "                     as in an MD step) and print the median as time_step_s\n"
     "  --reference        compare with the direct sum, or the Ewald sum if periodic (all\n"
@@ -57,6 +58,7 @@ static void ewald_to_vacuum(long n, const double *xyz, const double *q, double L
 }
 
 int cli_coulomb(int argc, char **argv) {
+    static const char *const precisions[] = {"double", "mixed", NULL}; /* enum fmm_precision order */
     const char *in = NULL, *out = NULL;
     int reference = 0, vacuum = 0, nbox = 0, repeat = 0;
     long sample = 2000;
@@ -75,6 +77,7 @@ int cli_coulomb(int argc, char **argv) {
         {"--leaf", CLI_INT, .i = &o.leaf_size},
         {"--threads", CLI_INT, .i = &o.threads},
         {"--device", CLI_CHOICE, .i = &o.device, .choices = cli_devices},
+        {"--precision", CLI_CHOICE, .i = &o.precision, .choices = precisions},
         {"--repeat", CLI_INT, .i = &repeat, .min = 0, .max = INFINITY},
         {"--reference", CLI_FLAG, .i = &reference},
         {"--reference-sample", CLI_LONG, .l = &sample, .min = 1, .max = INFINITY},

@@ -54,7 +54,7 @@ printf '0.1 0.2 0.3 1\n0.5 0.5 0.5 -2\n0.1 0.2 0.3 1\n' >"$coincident"
 run --help
 if [ "$rc" -eq 0 ] && [ -s "$tmp/stdout" ]; then pass "fmm --help"; else fail "fmm --help" "exit $rc"; fi
 expect_help coulomb --in --out --box --periodic --vacuum --tolerance --order --depth --leaf --threads \
-    --device --repeat --reference --reference-sample
+    --device --precision --repeat --reference --reference-sample
 
 # ---------------------------------------------------------------------------------------
 # a good run with --out and --reference
@@ -195,6 +195,8 @@ expect_bad "--out into a missing directory" coulomb --in "$good" --out "$tmp/no/
 expect_bad "--periodic without --box" coulomb --in "$small" --periodic
 expect_bad "--periodic --vacuum with a net charge" coulomb --in "$small" --periodic --vacuum --box 1
 expect_bad "--device gpu (not a device name)" coulomb --in "$good" --device gpu
+expect_bad "--precision mixed on the CPU" coulomb --in "$good" --precision mixed
+expect_bad "--precision half (not a precision)" coulomb --in "$good" --device cuda --precision half
 
 # --device cuda: on a machine with a GPU the same energy as the CPU at the same order and
 # depth; without one, a clear error (one stderr line naming CUDA), never a crash
