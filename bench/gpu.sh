@@ -53,6 +53,16 @@ if has sanitizer; then
         echo "compute-sanitizer $tool test_gpu GpuPlan.*: exit $?"
         tail -2 "$OUT/sanitizer_$tool.log"
     done
+    # the P2P kernels (double and mixed, block-wide reduction) and the whole evaluation graph
+    for tool in memcheck racecheck; do
+        for prec in double mixed; do
+            compute-sanitizer --tool $tool --error-exitcode 9 $B/bin/fmm-gpu-bench --in systems/water/spce_24k.xyzq \
+                --periodic --order 5 --precision $prec --reps 2 --no-cpu --reference none \
+                > "$OUT/sanitizer_fmm_${prec}_$tool.log" 2>&1
+            echo "compute-sanitizer $tool fmm-gpu-bench (24k periodic, p 5, $prec): exit $?"
+            tail -1 "$OUT/sanitizer_fmm_${prec}_$tool.log"
+        done
+    done
     compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/m2l-bench --orders 2,5,9 --depths 2,3 --reps 1 \
         > "$OUT/sanitizer_m2l_memcheck.log" 2>&1
     echo "compute-sanitizer memcheck m2l-bench (all variants, p 2,5,9, depths 2,3): exit $?"
