@@ -18,7 +18,7 @@ const char *fmm_strerror(int status) {
     case FMM_ERR_DEVICE: return "CUDA device requested, but the library was built without CUDA or no CUDA device is usable";
     case FMM_ERR_THREADS: return "thread count must be >= 0";
     case FMM_ERR_BOUNDARY: return "invalid boundary option, or vacuum boundary with a net charge";
-    case FMM_ERR_UNSUPPORTED: return "not supported yet: periodic virial with a net charge or the vacuum boundary";
+    case FMM_ERR_UNSUPPORTED: return "not supported in this configuration";
     case FMM_ERR_PARAM: return "solver parameter out of range (see the solver's header)";
     case FMM_ERR_NOCONVERGE: return "iterative solver did not converge to the requested tolerance";
     case FMM_ERR_IO: return "file could not be opened, read or written";

@@ -529,18 +529,25 @@ static void periodic_corrections(fmm_plan *P) {
     }
 }
 
-/* Periodic virial of a neutral cell (recipe 5, lattice-sum form):
+/* Periodic virial (recipe 5, lattice-sum form, extended to a net charge):
  *   W = sym[sum_i F_i (x) Y_i - 1/2 sum_n F_(0<-n) (x) nL] + W_lat,
- * F_(0<-n) the total force of image n (|n|_inf <= 1) on the cell, gathered through the tree;
- * W_lat = -1/(2L) Re sum_LM V_LM C_LM - (2 pi / 3V)|D|^2 I with C_LM = sum (-1)^j w_lm w_jk
- * over (lm) + (jk) = (LM) of the scaled root multipole, V the strain derivatives of the
- * lattice sums. Vacuum boundary: U_vac = U_tf + (2 pi / 3V)|D|^2 with D -> (I + e)D and
- * V -> V(1 + tr e) under strain, so W_vac = W_tf - (2 pi / 3V)(2 D D^T - |D|^2 I); the vacuum
- * forces F_tf - (4 pi / 3V) q D already carry the D D^T part through sum F (x) Y, which leaves
- * W_lat without its |D|^2 term. */
+ * F_(0<-n) the total force of image n (|n|_inf <= 1) on the cell, gathered through the tree.
+ * W_lat is minus the explicit strain derivative of the far part of the pair potential, which
+ * near r = 0 is psi_far(r) = c0 + (2 pi / 3V)|r|^2 + sum_{L >= 4} A_L R_L(r) (zero-mean
+ * Ewald potential minus the 27 nearest images; its Laplacian is 4 pi / V, so only the
+ * quadratic term is not harmonic, and the cube makes it isotropic):
+ *   W_lat = -1/(2L) Re sum_LM V_LM C_LM + (2 pi / 3V)(Q S2 - |D|^2) I + Q^2 c0 / 6 I,
+ * C_LM = sum (-1)^j w_lm w_jk over (lm) + (jk) = (LM) of the scaled root multipole, charge
+ * term included; V the strain derivatives of the lattice sums (degree 2: of the traceless
+ * Ewald far Hessian); the isotropic terms from 1/V and c0 ~ 1/L (a scalar of the cube, so its
+ * strain derivative is -c0/3 I). Vacuum boundary (neutral only): U_vac = U_tf + (2 pi / 3V)|D|^2
+ * with D -> (I + e)D and V -> V(1 + tr e) under strain, so W_vac = W_tf - (2 pi / 3V)(2 D D^T -
+ * |D|^2 I); the vacuum forces F_tf - (4 pi / 3V) q D already carry the D D^T part through
+ * sum F (x) Y, which leaves W_lat without its |D|^2 term. */
 static void periodic_virial(int p, double L, int tinfoil, const double *w, const double *vtab,
-                            const double FY[9], const double fshift[81], const double D[3], double *Wout) {
-    const double V = L * L * L, pi = 3.14159265358979323846;
+                            const double FY[9], const double fshift[81], const double D[3], double S2,
+                            double *Wout) {
+    const double V = L * L * L, pi = 3.14159265358979323846, Q = w[0];
     const int n2 = harm_ncoef(2 * p);
     double W[9];
     memcpy(W, FY, sizeof W);
@@ -550,19 +557,19 @@ static void periodic_virial(int p, double L, int tinfoil, const double *w, const
         for (int a = 0; a < 3; ++a)
             for (int b = 0; b < 3; ++b) W[3 * a + b] -= 0.5 * fshift[3 * code + a] * s[b] * L;
     }
-    /* C_LM from the full complex root multipole (charge term 0: neutral cell) */
+    /* C_LM from the full complex root multipole */
     double wr[HARM_NPAD_MAX], wi[HARM_NPAD_MAX];
     for (int l = 0; l <= p; ++l)
         for (int m = 0; m <= l; ++m) {
-            double re = l ? w[harm_re(l, m)] : 0.0, im = m ? w[harm_im(l, m)] : 0.0, sg = m & 1 ? -1 : 1;
+            double re = w[harm_re(l, m)], im = m ? w[harm_im(l, m)] : 0.0, sg = m & 1 ? -1 : 1;
             wr[harm_full(l, m)] = re, wi[harm_full(l, m)] = im;
             wr[harm_full(l, -m)] = sg * re, wi[harm_full(l, -m)] = -sg * im;
         }
     double *cr = calloc(2 * (size_t)n2, sizeof(double));
     if (cr) {
         double *ci = cr + n2;
-        for (int l = 1; l <= p; ++l)
-            for (int j = 1; j <= p; ++j)
+        for (int l = 0; l <= p; ++l)
+            for (int j = 0; j <= p; ++j)
                 for (int m = -l; m <= l; ++m)
                     for (int k = -j; k <= j; ++k) {
                         int a = harm_full(l, m), b = harm_full(j, k), o = harm_full(l + j, m + k);
@@ -578,27 +585,29 @@ static void periodic_virial(int p, double L, int tinfoil, const double *w, const
         }
         free(cr);
     }
-    const double dd = tinfoil ? 2 * pi / (3 * V) * (D[0] * D[0] + D[1] * D[1] + D[2] * D[2]) : 0.0;
+    const double iso = tinfoil ? 2 * pi / (3 * V) * (Q * S2 - D[0] * D[0] - D[1] * D[1] - D[2] * D[2]) +
+                                     Q * Q * pbc_far_self_potential() / (6 * L)
+                               : 0.0;
     for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b)
-            Wout[3 * a + b] = 0.5 * (W[3 * a + b] + W[3 * b + a]) - (a == b ? dd : 0.0);
+        for (int b = 0; b < 3; ++b) Wout[3 * a + b] = 0.5 * (W[3 * a + b] + W[3 * b + a]) + (a == b ? iso : 0.0);
 }
 
 /* CPU pieces of the periodic virial: sum_i F_i (x) Y_i and the dipole about the cell centre */
 static void periodic_virial_cpu(const fmm_plan *P, double *Wout) {
     const octree *t = &P->tree;
     const double *c = t->box[0].c;
-    double FY[9] = {0}, D[3] = {0, 0, 0};
+    double FY[9] = {0}, D[3] = {0, 0, 0}, S2 = 0;
     for (long i = 0; i < t->n; ++i) {
         const double F[3] = {P->q[i] * P->ex[i], P->q[i] * P->ey[i], P->q[i] * P->ez[i]};
         const double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
+        S2 += P->q[i] * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]);
         for (int a = 0; a < 3; ++a) {
             D[a] += P->q[i] * Y[a];
             for (int b = 0; b < 3; ++b) FY[3 * a + b] += F[a] * Y[b];
         }
     }
     periodic_virial(P->p, t->side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, P->W, P->vtab, FY, P->fshift, D,
-                    Wout);
+                    S2, Wout);
 }
 
 int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy,
@@ -615,9 +624,7 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     const int charged = fabs(Q) > 1e-12 * Qabs;
     /* vacuum (dipole) boundary diverges for a charged cell */
     if (P->opts.periodic && P->opts.boundary == FMM_BOUNDARY_VACUUM && charged) return FMM_ERR_BOUNDARY;
-    /* the periodic virial is derived (and verified) for neutral cells only */
     P->virial = virial && P->opts.periodic;
-    if (P->virial && charged) return FMM_ERR_UNSUPPORTED;
     if (P->virial && !P->vtab) {
         int n2 = harm_ncoef(2 * P->p);
         P->vtab = malloc(sizeof(double) * 18 * (size_t)n2);
@@ -635,7 +642,7 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
         if (!vp.wroot) return FMM_ERR_NOMEM;
         int rc = fmm_gpu_execute(P->gpu, q, phi, field, energy, NULL, &vp);
         if (rc == FMM_OK) periodic_virial(P->p, P->gpu_side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, vp.wroot, P->vtab,
-                            vp.fy, vp.fshift, vp.dip, virial);
+                            vp.fy, vp.fshift, vp.dip, vp.s2, virial);
         free(vp.wroot);
         return rc;
     }

@@ -611,6 +611,7 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const double *q, double *phi, double 
         memcpy(parts->fy, red + RED_VIR, sizeof parts->fy);
         memcpy(parts->fshift, red + RED_FSHIFT, sizeof parts->fshift);
         memcpy(parts->dip, red + RED_D, sizeof parts->dip);
+        parts->s2 = red[RED_S2];
     }
     return FMM_OK;
 }

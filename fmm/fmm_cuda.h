@@ -42,9 +42,10 @@ int fmm_gpu_setpts(fmm_gpu *g, long n, const double *xyz, const double lo[3], do
 
 /* What the periodic virial needs from an evaluation (fmm/fmm.c assembles it with the lattice
  * strain tables): sum_i F_i (x) Y_i (Y about the cell centre), the total force on the cell from
- * each of the 27 nearest image codes, the dipole, and the scaled root multipole. */
+ * each of the 27 nearest image codes, the dipole, the second moment sum_i q_i |Y_i|^2, and the
+ * scaled root multipole. */
 typedef struct fmm_gpu_virial_parts {
-    double fy[9], fshift[81], dip[3];
+    double fy[9], fshift[81], dip[3], s2;
     double *wroot; /* [nc], the caller's */
 } fmm_gpu_virial_parts;
 

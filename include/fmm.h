@@ -43,7 +43,7 @@ enum fmm_status {
     FMM_ERR_DEVICE,     /* CUDA requested but not built in, or no usable CUDA device */
     FMM_ERR_THREADS,    /* negative thread count */
     FMM_ERR_BOUNDARY,   /* boundary option invalid, or vacuum with net charge */
-    FMM_ERR_UNSUPPORTED, /* not available yet: the periodic virial of a charged cell */
+    FMM_ERR_UNSUPPORTED, /* not available in this configuration (the RBF series mat-vec on CUDA) */
     FMM_ERR_PARAM,      /* solver parameter out of range (bandwidth, kernel parameter, shape, MAC...) */
     FMM_ERR_NOCONVERGE, /* an iterative solver did not reach its tolerance */
     FMM_ERR_IO,         /* a file could not be opened, read or written */
@@ -111,9 +111,9 @@ int fmm_setpts(fmm_plan *plan, long n, const double *xyz);
 
 /* q: n charges in the caller's order. phi (n), field (3n, -grad phi interleaved),
  * energy (1) and virial (9, row-major W_ab = -dU/d eps_ab) may each be NULL.
- * Periodic boxes: the virial is available for neutral cells, tin-foil or vacuum boundary
- * (FMM_ERR_UNSUPPORTED for a net charge); the first such call builds the strain derivatives
- * of the lattice sums (about a second at order 16). */
+ * Periodic boxes: the virial is available for neutral and charged cells (tin-foil; vacuum
+ * takes neutral cells only); the first such call builds the strain derivatives of the lattice
+ * sums (about a second at order 16). */
 int fmm_execute(fmm_plan *plan, const double *q, double *phi, double *field, double *energy,
                 double *virial);
 

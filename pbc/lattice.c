@@ -199,6 +199,30 @@ static void far_hessian(const double *A, double H[9]) {
             }
 }
 
+double pbc_far_self_potential(void) {
+    /* Ewald at alpha = 6: erfc(6 * 3.5) ~ 1e-193 and exp(-(2 pi 14)^2 / 144) ~ 1e-234 end the
+     * sums */
+    const double a = 6.0, pi = 3.14159265358979323846;
+    double c = -pi / (a * a) - 2 * a / sqrt(pi);
+    for (int i = -3; i <= 3; ++i)
+        for (int j = -3; j <= 3; ++j)
+            for (int k = -3; k <= 3; ++k) {
+                if (!i && !j && !k) continue;
+                double r = sqrt((double)(i * i + j * j + k * k));
+                c += erfc(a * r) / r;
+                if (abs(i) <= 1 && abs(j) <= 1 && abs(k) <= 1) c -= 1 / r;
+            }
+    const int km = 14;
+    for (int i = -km; i <= km; ++i)
+        for (int j = -km; j <= km; ++j)
+            for (int k = -km; k <= km; ++k) {
+                if (!i && !j && !k) continue;
+                double k2 = 4 * pi * pi * (double)(i * i + j * j + k * k);
+                c += 4 * pi / k2 * exp(-k2 / (4 * a * a));
+            }
+    return c;
+}
+
 int pbc_virial_tables(int lmax, double *vre, double *vim) {
     const int n = harm_ncoef(lmax);
     double *are = malloc(sizeof(double) * n), *aim = malloc(sizeof(double) * n);

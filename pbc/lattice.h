@@ -27,6 +27,12 @@ int pbc_lattice_sums(int lmax, double *are, double *aim);
  * complex index, row-major in (a,b). Returns 0, or 1 if out of memory. */
 int pbc_virial_tables(int lmax, double *vre, double *vim);
 
+/* c0 = lim_{r->0} [psi(r) - 1/r] - sum_{0 < |n|_inf <= 1} 1/|n| for the unit cube: the
+ * constant term of the far pair potential, psi the zero-mean (tin-foil, neutralising
+ * background) Ewald potential of a unit charge; -21.94... The periodic virial of a charged
+ * cell needs it. */
+double pbc_far_self_potential(void);
+
 /* b_lm = integral over the unit cube [-1/2,1/2]^3 of R_lm(y) d^3y, real layout (p+1)^2 */
 void pbc_background_multipole(int p, double *b);
 

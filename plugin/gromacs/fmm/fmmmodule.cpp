@@ -556,19 +556,11 @@ public:
         const auto t2 = std::chrono::steady_clock::now();
 
         ForceWithVirial& fwv        = out->forceWithVirial_;
-        const bool       wantVirial = fwv.computeVirial_ && virialAvailable_;
+        const bool       wantVirial = fwv.computeVirial_;
         double           energy     = 0;
         double           w[9]       = { 0 };
-        int rc = fmm_execute(plan_, q_.data(), nullptr, field_.data(), &energy, wantVirial ? w : nullptr);
-        if (rc == FMM_ERR_UNSUPPORTED && wantVirial)
-        {
-            virialAvailable_ = false;
-            log(formatString("FMM module: no periodic virial from the FMM library for this set-up "
-                             "(%s): the pressure lacks the Coulomb contribution",
-                             fmmStatusText(rc).c_str()));
-            rc = fmm_execute(plan_, q_.data(), nullptr, field_.data(), &energy, nullptr);
-        }
-        check(rc, "fmm_execute");
+        check(fmm_execute(plan_, q_.data(), nullptr, field_.data(), &energy, wantVirial ? w : nullptr),
+              "fmm_execute");
         const auto t3 = std::chrono::steady_clock::now();
         if (!infoLogged_)
         {
@@ -717,7 +709,6 @@ private:
     double               planEdge_        = 0;
     int                  numPlans_        = 0;
     double               prefactor_       = 1;
-    bool                 virialAvailable_ = true;
     bool                 infoLogged_      = false;
     FmmHostArray         xyz_;
     FmmHostArray         field_;
