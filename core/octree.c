@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sort.h"
 #include "fmm.h"
 
 #define UNIT(level) ((int64_t)1 << (OCT_MAXLEVEL - (level)))
@@ -16,39 +17,6 @@ static uint64_t spread3(uint64_t v) { /* 20 bits -> every third bit */
     v = (v | (v << 4)) & 0x10c30c30c30c30c3ULL;
     v = (v | (v << 2)) & 0x1249249249249249ULL;
     return v;
-}
-
-/* LSD radix sort of (key, index) pairs, 60-bit keys, 10-bit digits */
-static int radix_sort(long n, uint64_t *key, long *idx) {
-    uint64_t *k2 = malloc(sizeof(uint64_t) * (size_t)n);
-    long *i2 = malloc(sizeof(long) * (size_t)n);
-    if (!k2 || !i2) {
-        free(k2);
-        free(i2);
-        return FMM_ERR_NOMEM;
-    }
-    enum { BITS = 10, NB = 1 << BITS };
-    long count[NB];
-    for (int shift = 0; shift < 60; shift += BITS) {
-        memset(count, 0, sizeof count);
-        for (long i = 0; i < n; ++i) count[(key[i] >> shift) & (NB - 1)]++;
-        long s = 0;
-        for (int b = 0; b < NB; ++b) {
-            long c = count[b];
-            count[b] = s;
-            s += c;
-        }
-        for (long i = 0; i < n; ++i) {
-            long d = count[(key[i] >> shift) & (NB - 1)]++;
-            k2[d] = key[i];
-            i2[d] = idx[i];
-        }
-        memcpy(key, k2, sizeof(uint64_t) * (size_t)n);
-        memcpy(idx, i2, sizeof(long) * (size_t)n);
-    }
-    free(k2);
-    free(i2);
-    return 0;
 }
 
 /* first position in [lo, hi) whose key is >= v */
@@ -278,7 +246,7 @@ int oct_build(octree *t, long n, const double *xyz, const double lo[3], double s
         key[i] = k;
         t->perm[i] = i;
     }
-    if ((rc = radix_sort(n, key, t->perm)) != 0) goto fail;
+    if ((rc = fmm_radix_sort(n, key, t->perm, 3 * OCT_MAXLEVEL, 0)) != 0) goto fail;
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; ++i) {
         long j = t->perm[i];

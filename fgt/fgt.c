@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sort.h"
 #include "fgt/fgt_internal.h"
 #include "fgt/fgt_kernels.h"
 
@@ -303,49 +304,11 @@ void fgt_destroy(fgt_plan *p) {
     free(p);
 }
 
-/* LSD radix sort of (key, index) pairs by key, keys < 2^bits */
-static int radix_sort(long n, int64_t *key, long *idx, int bits) {
-    int64_t *k2 = malloc(sizeof(int64_t) * (size_t)n);
-    long *i2 = malloc(sizeof(long) * (size_t)n);
-    long *cnt = malloc(sizeof(long) * 2048);
-    if (!k2 || !i2 || !cnt) {
-        free(k2), free(i2), free(cnt);
-        return FMM_ERR_NOMEM;
-    }
-    int64_t *ka = key, *kb = k2;
-    long *ia = idx, *ib = i2;
-    for (int shift = 0; shift < bits; shift += 11) {
-        memset(cnt, 0, sizeof(long) * 2048);
-        for (long i = 0; i < n; ++i) cnt[(ka[i] >> shift) & 2047]++;
-        long s = 0;
-        for (int d = 0; d < 2048; ++d) {
-            long c = cnt[d];
-            cnt[d] = s;
-            s += c;
-        }
-        for (long i = 0; i < n; ++i) {
-            long pos = cnt[(ka[i] >> shift) & 2047]++;
-            kb[pos] = ka[i];
-            ib[pos] = ia[i];
-        }
-        int64_t *tk = ka;
-        ka = kb, kb = tk;
-        long *ti = ia;
-        ia = ib, ib = ti;
-    }
-    if (ka != key) {
-        memcpy(key, ka, sizeof(int64_t) * (size_t)n);
-        memcpy(idx, ia, sizeof(long) * (size_t)n);
-    }
-    free(k2), free(i2), free(cnt);
-    return FMM_OK;
-}
-
 /* scale, key, sort one point set; fills u[3] (padded), perm, boxes */
 static int build_points(const fgt_plan *p, long n, const double *x, double *u[3], long **perm,
                         long *nbox, int64_t **bkey, long **bstart) {
     const int dim = p->dim, a0 = 3 - dim;
-    int64_t *key = malloc(sizeof(int64_t) * (size_t)n);
+    uint64_t *key = malloc(sizeof(uint64_t) * (size_t)n);
     long *idx = malloc(sizeof(long) * (size_t)n);
     int rc = FMM_ERR_NOMEM;
     for (int a = 0; a < 3; ++a) u[a] = NULL;
@@ -355,7 +318,7 @@ static int build_points(const fgt_plan *p, long n, const double *x, double *u[3]
     const int nth = p->o.threads > 0 ? p->o.threads : omp_get_max_threads();
 #pragma omp parallel for schedule(static) num_threads(nth)
     for (long i = 0; i < n; ++i) {
-        int64_t kk = 0;
+        uint64_t kk = 0;
         for (int a = 0; a < 3; ++a) {
             long ia = 0;
             if (a >= a0) {
@@ -364,32 +327,28 @@ static int build_points(const fgt_plan *p, long n, const double *x, double *u[3]
                 if (ia >= p->n[a]) ia = p->n[a] - 1;
                 if (ia < 0) ia = 0;
             }
-            kk = kk * p->n[a] + ia;
+            kk = kk * (uint64_t)p->n[a] + (uint64_t)ia;
         }
         key[i] = kk;
         idx[i] = i;
     }
-    int64_t total = (int64_t)p->n[0] * p->n[1] * p->n[2];
+    uint64_t total = (uint64_t)p->n[0] * p->n[1] * p->n[2];
     int bits = 1;
-    while (bits < 63 && ((int64_t)1 << bits) < total) ++bits;
-    if ((rc = radix_sort(n, key, idx, bits))) goto fail;
+    while (bits < 63 && ((uint64_t)1 << bits) < total) ++bits;
+    if ((rc = fmm_radix_sort(n, key, idx, bits, nth))) goto fail;
     rc = FMM_ERR_NOMEM;
     for (int a = 0; a < 3; ++a) {
         u[a] = malloc(sizeof(double) * (size_t)(n + 8));
         if (!u[a]) goto fail;
     }
-    for (int a = 0; a < 3; ++a) {
-        double *ua = u[a];
-        if (a < a0) {
-            for (long i = 0; i < n + 8; ++i) ua[i] = b / 2;
-            continue;
-        }
-        const int ax = a - a0;
-        const double lo = p->lo[a];
+    /* one gather for all axes: each point's coordinates share a cache line */
 #pragma omp parallel for schedule(static) num_threads(nth)
-        for (long i = 0; i < n; ++i) ua[i] = (x[idx[i] * dim + ax] - lo) * ih;
-        for (long i = n; i < n + 8; ++i) ua[i] = 0;
+    for (long i = 0; i < n; ++i) {
+        const double *xi = x + idx[i] * dim;
+        for (int a = 0; a < 3; ++a) u[a][i] = a < a0 ? b / 2 : (xi[a - a0] - p->lo[a]) * ih;
     }
+    for (int a = 0; a < 3; ++a)
+        for (long i = n; i < n + 8; ++i) u[a][i] = a < a0 ? b / 2 : 0;
     long nb = 1;
     for (long i = 1; i < n; ++i) nb += key[i] != key[i - 1];
     *bkey = malloc(sizeof(int64_t) * (size_t)nb);
@@ -397,7 +356,7 @@ static int build_points(const fgt_plan *p, long n, const double *x, double *u[3]
     if (!*bkey || !*bstart) goto fail;
     long m = 0;
     for (long i = 0; i < n; ++i)
-        if (i == 0 || key[i] != key[i - 1]) (*bkey)[m] = key[i], (*bstart)[m++] = i;
+        if (i == 0 || key[i] != key[i - 1]) (*bkey)[m] = (int64_t)key[i], (*bstart)[m++] = i;
     (*bstart)[nb] = n;
     *nbox = nb;
     *perm = idx;
@@ -484,17 +443,22 @@ int fgt_setpts(fgt_plan *plan, long ns, const double *src, long nt, const double
     const double *tx = trg ? trg : src;
     double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
     for (int d = 0; d < dim; ++d) lo[a0 + d] = INFINITY, hi[a0 + d] = -INFINITY;
+    const int nth = plan->o.threads > 0 ? plan->o.threads : omp_get_max_threads();
     for (int s = 0; s < 2; ++s) {
         const double *x = s ? tx : src;
         long n = s ? nt : ns;
-        for (long i = 0; i < n * dim; ++i)
-            if (!isfinite(x[i])) return FMM_ERR_NONFINITE;
-        for (long i = 0; i < n; ++i)
-            for (int d = 0; d < dim; ++d) {
-                double v = x[i * dim + d];
-                if (v < lo[a0 + d]) lo[a0 + d] = v;
-                if (v > hi[a0 + d]) hi[a0 + d] = v;
-            }
+        int bad = 0;
+        double l0 = lo[0], l1 = lo[1], l2 = lo[2], h0 = hi[0], h1 = hi[1], h2 = hi[2];
+#pragma omp parallel for schedule(static) num_threads(nth) reduction(| : bad) reduction(min : l0, l1, l2) \
+    reduction(max : h0, h1, h2)
+        for (long i = 0; i < n; ++i) {
+            double v[3] = {0, 0, 0};
+            for (int d = 0; d < dim; ++d) v[a0 + d] = x[i * dim + d], bad |= !isfinite(v[a0 + d]);
+            l0 = v[0] < l0 ? v[0] : l0, l1 = v[1] < l1 ? v[1] : l1, l2 = v[2] < l2 ? v[2] : l2;
+            h0 = v[0] > h0 ? v[0] : h0, h1 = v[1] > h1 ? v[1] : h1, h2 = v[2] > h2 ? v[2] : h2;
+        }
+        if (bad) return FMM_ERR_NONFINITE;
+        lo[0] = l0, lo[1] = l1, lo[2] = l2, hi[0] = h0, hi[1] = h1, hi[2] = h2;
     }
     fgt_plan t = *plan; /* the new geometry; the plan keeps the old one until success */
     t.cuda = NULL;
@@ -562,7 +526,6 @@ int fgt_setpts(fgt_plan *plan, long ns, const double *src, long nt, const double
     }
     if (!rc) {
         long pairs[5] = {0, 0, 0, 0, 0};
-        int nth = plan->o.threads > 0 ? plan->o.threads : omp_get_max_threads();
 #pragma omp parallel num_threads(nth)
         {
             count_ctx c = {&t, {0, 0, 0, 0, 0}, t.aidx};

@@ -4,6 +4,7 @@
 // requirement that every leaf sees every source exactly once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <random>
@@ -11,6 +12,7 @@
 
 #include "core/harmonics.h"
 #include "core/octree.h"
+#include "core/sort.h"
 #include "m2l/m2l_cpu.h"
 #include "m2l/operators.h"
 
@@ -266,6 +268,29 @@ static void check_coverage(const octree &t) {
         for (int a = b; a >= 0; a = t.box[a].parent) add(t.V, a), add(t.X, a);
         ASSERT_EQ(tot, t.periodic ? 27 * t.n : t.n) << "leaf " << b << " level " << t.box[b].level;
     }
+}
+
+// The shared radix sort against std::stable_sort: ascending keys, equal keys in input order,
+// for key widths of one digit or several, thread counts that do and do not divide n, and the
+// trivial sizes.
+TEST(RadixSort, StableAndSortedForAnyThreadCount) {
+    std::mt19937_64 g(seed_from_env());
+    for (int bits : {1, 11, 12, 33, 60})
+        for (long n : {0L, 1L, 5L, 70000L, 300001L})
+            for (int threads : {1, 2, 3}) {
+                std::vector<uint64_t> key(n);
+                std::vector<long> idx(n);
+                // few distinct values (many ties) for the small widths
+                for (long i = 0; i < n; ++i) key[i] = g() >> (64 - bits), idx[i] = i;
+                std::vector<std::pair<uint64_t, long>> ref(n);
+                for (long i = 0; i < n; ++i) ref[i] = {key[i], i};
+                std::stable_sort(ref.begin(), ref.end(),
+                                 [](const auto &a, const auto &b) { return a.first < b.first; });
+                ASSERT_EQ(fmm_radix_sort(n, key.data(), idx.data(), bits, threads), 0);
+                bool same = true;
+                for (long i = 0; i < n; ++i) same &= key[i] == ref[i].first && idx[i] == ref[i].second;
+                EXPECT_TRUE(same) << "bits " << bits << " n " << n << " threads " << threads;
+            }
 }
 
 TEST(Octree, ListsCoverEverySourceOnce) {
