@@ -22,7 +22,7 @@ gcc -O3 -march=native -std=c11 -fopenmp -Iinclude -Isystems -I. bench/bldtt/bldt
     "$B/libfmm.a" "$B/libfmm_systems.a" -L"$CUDA_LIB" -lcudadevrt -lcudart -lstdc++ -lm \
     -o "$O/bldtt_bench" 2>"$O/compile.txt" || { echo "bldtt_bench: compile failed, see $O/compile.txt"; exit 1; }
 BENCH="$O/bldtt_bench"
-HDR=n,device,method,kernel,theta,degree,leaf,setup_s,execute_s,total_s,rel_l2_error,sample,pairs_pp,pairs_pc,pairs_cp,pairs_cc,evals
+HDR=n,device,method,kernel,theta,degree,leaf,setup_s,execute_s,total_s,rel_l2_error,sample,pairs_pp,pairs_pc,pairs_cp,pairs_cc,evals,warmup_s
 run() { # file args...
     local f=$1; shift
     timeout 300 "$BENCH" "$@" >>"$f" 2>>"$O/stderr.txt" || echo "failed: $*" >>"$O/stderr.txt"
