@@ -10,8 +10,8 @@
  *   pairs_pp,pairs_pc,pairs_cp,pairs_cc,evals,warmup_s
  * execute_s is the median over R executions of the same plan (first one included in total_s).
  * warmup_s: a 4000-point plan set up and executed once on the same device before the timed
- * run; on a GPU it pays the process's one-time CUDA context creation (~0.2 s on an H100),
- * which setup_s then no longer contains. Report both.
+ * run; on a GPU it pays the process's one-time CUDA context creation, which setup_s then no
+ * longer contains. Report both.
  */
 #include <math.h>
 #include <omp.h>
