@@ -673,9 +673,16 @@ static int execute_cpu(fgt_plan *p) {
 int fgt_execute(fgt_plan *p, const double *q, double *g) {
     if (!p || !q || !g) return FMM_ERR_ARG;
     if (!p->have_pts) return FMM_ERR_NOPTS;
-    for (long i = 0; i < p->ns; ++i)
-        if (!isfinite(q[i])) return FMM_ERR_NONFINITE;
-    for (long i = 0; i < p->ns; ++i) p->sq[i] = q[p->sperm[i]];
+    const int nth = p->o.threads > 0 ? p->o.threads : omp_get_max_threads();
+    int bad = 0;
+    /* the permutations are random accesses over the whole arrays: threads hide their latency */
+#pragma omp parallel for schedule(static) num_threads(nth) reduction(| : bad)
+    for (long i = 0; i < p->ns; ++i) {
+        double v = q[p->sperm[i]];
+        bad |= !isfinite(v);
+        p->sq[i] = v;
+    }
+    if (bad) return FMM_ERR_NONFINITE;
     for (long i = p->ns; i < p->ns + 8; ++i) p->sq[i] = 0;
     int rc;
 #ifdef FMM_HAVE_CUDA
@@ -684,6 +691,7 @@ int fgt_execute(fgt_plan *p, const double *q, double *g) {
 #endif
         rc = execute_cpu(p);
     if (rc) return rc;
+#pragma omp parallel for schedule(static) num_threads(nth)
     for (long i = 0; i < p->nt; ++i) g[p->tperm[i]] = p->gs[i];
     return FMM_OK;
 }
