@@ -47,10 +47,12 @@ void bt_tree_free(bt_tree *t) {
 
 static void node_box(bt_node *nd, const double *x, const double *y, const double *z) {
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    /* comparisons, not fmin/fmax: those are libm calls (NaN rules) that do not vectorise, and
+     * the coordinates are finite (checked in setpts) */
     for (long i = nd->ibeg; i < nd->iend; ++i) {
-        lo[0] = fmin(lo[0], x[i]), hi[0] = fmax(hi[0], x[i]);
-        lo[1] = fmin(lo[1], y[i]), hi[1] = fmax(hi[1], y[i]);
-        lo[2] = fmin(lo[2], z[i]), hi[2] = fmax(hi[2], z[i]);
+        lo[0] = x[i] < lo[0] ? x[i] : lo[0], hi[0] = x[i] > hi[0] ? x[i] : hi[0];
+        lo[1] = y[i] < lo[1] ? y[i] : lo[1], hi[1] = y[i] > hi[1] ? y[i] : hi[1];
+        lo[2] = z[i] < lo[2] ? z[i] : lo[2], hi[2] = z[i] > hi[2] ? z[i] : hi[2];
     }
     double r2 = 0;
     for (int d = 0; d < 3; ++d) {
