@@ -142,11 +142,13 @@ static double max_of(const double *d, int n) {
     return m;
 }
 
-/* branch-free: the queries' box tests are unpredictable */
+/* branch-free: the queries' box tests are unpredictable (comparisons compile to max
+ * instructions; fmax is a libm call for its NaN rules, and the points are finite) */
 static double box_d2(const rbf_kdnode *nd, const double p[3]) {
     double s = 0;
     for (int d = 0; d < 3; ++d) {
-        double e = fmax(nd->lo[d] - p[d], 0) + fmax(p[d] - nd->hi[d], 0);
+        double a = nd->lo[d] - p[d], b = p[d] - nd->hi[d];
+        double e = (a > 0 ? a : 0) + (b > 0 ? b : 0);
         s += e * e;
     }
     return s;
