@@ -100,6 +100,29 @@ TEST(PeriodicMadelung, NaClAndCsClTo1e10) {
     EXPECT_NEAR(-r.energy * std::sqrt(3.0) / 2, 1.762674773070988, 1e-10);
 }
 
+// One unit charge in a cube with the neutralising background: U = xi / (2L) with the simple
+// cubic lattice constant xi = -2.837297479480620 (Nijboer and De Wette), wherever the charge
+// sits; by symmetry the virial is U/3 on the diagonal (the net-charge terms of the virial,
+// nearly all of it here).
+TEST(PeriodicMadelung, SingleChargeInACube) {
+    const double xi = -2.837297479480620, L = 1.7, box[3] = {L, L, L};
+    std::vector<double> xyz = {0.3, 1.1, 0.9}, q = {1.0};
+    fmm_opts o;
+    fmm_default_opts(&o);
+    o.periodic = 1, o.order = 20;
+    fmm_plan *p = nullptr;
+    ASSERT_EQ(fmm_makeplan(&o, box, &p), FMM_OK);
+    ASSERT_EQ(fmm_setpts(p, 1, xyz.data()), FMM_OK);
+    double U, W[9], Ue;
+    ASSERT_EQ(fmm_execute(p, q.data(), nullptr, nullptr, &U, W), FMM_OK);
+    fmm_destroy(p);
+    ASSERT_EQ(fmm_ewald(1, xyz.data(), q.data(), box, 1e-12, nullptr, nullptr, &Ue, nullptr, 0), FMM_OK);
+    EXPECT_NEAR(Ue, xi / (2 * L), 1e-10);
+    EXPECT_NEAR(U, xi / (2 * L), 1e-10);
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) EXPECT_NEAR(W[3 * a + b], a == b ? U / 3 : 0.0, 1e-8) << a << b;
+}
+
 // Random neutral and charged sets, forced orders and depths: error against Ewald falls with
 // the order; the one-cell separation of the root M2L gives about a factor 2 per order.
 TEST(PeriodicEwald, OrderSweepNeutralAndCharged) {
