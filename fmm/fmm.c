@@ -29,6 +29,7 @@ struct fmm_plan {
     int *zoff;
     double *lattice;   /* periodic: far images as one root M2L, [ncoef][ncoef] (unit cube) */
     double *vtab;      /* periodic virial: strain derivatives of the lattice sums, built on demand */
+    double far_c0;     /* with vtab: pbc_far_self_potential() (unit cube) */
     int virial;        /* this evaluation also gathers the forces per periodic image */
     double fshift[81]; /* [27][3] total force on the cell from the sources of each image */
     double *bg;        /* periodic: multipole of a unit charge spread over the unit cube */
@@ -536,15 +537,15 @@ static void periodic_corrections(fmm_plan *P) {
  * near r = 0 is psi_far(r) = c0 + (2 pi / 3V)|r|^2 + sum_{L >= 4} A_L R_L(r) (zero-mean
  * Ewald potential minus the 27 nearest images; its Laplacian is 4 pi / V, so only the
  * quadratic term is not harmonic, and the cube makes it isotropic):
- *   W_lat = -1/(2L) Re sum_LM V_LM C_LM + (2 pi / 3V)(Q S2 - |D|^2) I + Q^2 c0 / 6 I,
+ *   W_lat = -1/(2L) Re sum_LM V_LM C_LM + (2 pi / 3V)(Q S2 - |D|^2) I + Q^2 c0 / (6L) I,
  * C_LM = sum (-1)^j w_lm w_jk over (lm) + (jk) = (LM) of the scaled root multipole, charge
  * term included; V the strain derivatives of the lattice sums (degree 2: of the traceless
- * Ewald far Hessian); the isotropic terms from 1/V and c0 ~ 1/L (a scalar of the cube, so its
- * strain derivative is -c0/3 I). Vacuum boundary (neutral only): U_vac = U_tf + (2 pi / 3V)|D|^2
+ * Ewald far Hessian); the isotropic terms from 1/V and c0 / L (c0: the unit cube's, a scalar
+ * of the cube, so its strain derivative is -c0/3 I). Vacuum boundary (neutral only): U_vac = U_tf + (2 pi / 3V)|D|^2
  * with D -> (I + e)D and V -> V(1 + tr e) under strain, so W_vac = W_tf - (2 pi / 3V)(2 D D^T -
  * |D|^2 I); the vacuum forces F_tf - (4 pi / 3V) q D already carry the D D^T part through
  * sum F (x) Y, which leaves W_lat without its |D|^2 term. */
-static void periodic_virial(int p, double L, int tinfoil, const double *w, const double *vtab,
+static void periodic_virial(int p, double L, int tinfoil, const double *w, const double *vtab, double c0,
                             const double FY[9], const double fshift[81], const double D[3], double S2,
                             double *Wout) {
     const double V = L * L * L, pi = 3.14159265358979323846, Q = w[0];
@@ -586,7 +587,7 @@ static void periodic_virial(int p, double L, int tinfoil, const double *w, const
         free(cr);
     }
     const double iso = tinfoil ? 2 * pi / (3 * V) * (Q * S2 - D[0] * D[0] - D[1] * D[1] - D[2] * D[2]) +
-                                     Q * Q * pbc_far_self_potential() / (6 * L)
+                                     Q * Q * c0 / (6 * L)
                                : 0.0;
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) Wout[3 * a + b] = 0.5 * (W[3 * a + b] + W[3 * b + a]) + (a == b ? iso : 0.0);
@@ -606,8 +607,8 @@ static void periodic_virial_cpu(const fmm_plan *P, double *Wout) {
             for (int b = 0; b < 3; ++b) FY[3 * a + b] += F[a] * Y[b];
         }
     }
-    periodic_virial(P->p, t->side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, P->W, P->vtab, FY, P->fshift, D,
-                    S2, Wout);
+    periodic_virial(P->p, t->side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, P->W, P->vtab, P->far_c0, FY,
+                    P->fshift, D, S2, Wout);
 }
 
 int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy,
@@ -633,6 +634,7 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
             P->vtab = NULL;
             return FMM_ERR_NOMEM;
         }
+        P->far_c0 = pbc_far_self_potential();
     }
 #ifdef FMM_HAVE_CUDA
     if (P->gpu) {
@@ -642,7 +644,7 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
         if (!vp.wroot) return FMM_ERR_NOMEM;
         int rc = fmm_gpu_execute(P->gpu, q, phi, field, energy, NULL, &vp);
         if (rc == FMM_OK) periodic_virial(P->p, P->gpu_side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, vp.wroot, P->vtab,
-                            vp.fy, vp.fshift, vp.dip, vp.s2, virial);
+                            P->far_c0, vp.fy, vp.fshift, vp.dip, vp.s2, virial);
         free(vp.wroot);
         return rc;
     }
