@@ -14,6 +14,10 @@
 #define RBF_AUTO_SERIES_MIN 200000
 /* from this many centres the automatic L-set size is 80 with the direct CPU mat-vec, else 50 */
 #define RBF_AUTO_Q80_MIN 10000
+/* from this many centres the CUDA plan uses BLDTT: one mat-vec on an H100 took 12.7 ms direct vs
+   39.6 ms BLDTT at 89,702 centres and 1.13 s vs 0.63 s at 1e6 (bench/results/rbf_gpu_h100.txt);
+   N^2 against N scaling puts the crossing near 5.6e5 */
+#define RBF_AUTO_BLDTT_GPU_MIN 500000
 
 void fmm_rbf_default_opts(fmm_rbf_opts *o) {
     if (!o) return;
@@ -172,9 +176,10 @@ int fmm_rbf_setpts(fmm_rbf_plan *p, long n, const double *xyz) {
     tmp.n = n;
     int mv = p->o.matvec;
     if (mv == FMM_RBF_MATVEC_AUTO)
-        mv = (p->o.device == FMM_DEVICE_CPU && n >= RBF_AUTO_SERIES_MIN && p->o.tolerance >= 1e-5)
-                 ? FMM_RBF_MATVEC_SERIES
-                 : FMM_RBF_MATVEC_DIRECT;
+        mv = p->o.device == FMM_DEVICE_CPU
+                 ? (n >= RBF_AUTO_SERIES_MIN && p->o.tolerance >= 1e-5 ? FMM_RBF_MATVEC_SERIES
+                                                                      : FMM_RBF_MATVEC_DIRECT)
+                 : (n >= RBF_AUTO_BLDTT_GPU_MIN ? FMM_RBF_MATVEC_BLDTT : FMM_RBF_MATVEC_DIRECT);
     tmp.matvec = mv;
     /* Automatic q: larger L-sets cost O(n q^3) once and save iterations (n = 20000, tolerance
        1e-12: 38, 22, 19, 16, 14 iterations at q = 30, 50, 64, 80, 100; docs/rbf.md), which pays

@@ -5,7 +5,9 @@
 #      sphere (299 rings x 300 + 2 poles), one mat-vec by the direct GPU sum, BLDTT (GPU) and the
 #      CPU direct/series, against their GTX 680 numbers (multipole 0.061 s single /
 #      0.25 s double evaluation; brute force 0.095 s single / 2.10 s double);
-#   2. a fit of N = 1e6 uniform random centres to 1e-8 relative residual on the GPU (target <= 60 s);
+#   2. one mat-vec of N = 1e6 uniform random centres by the GPU direct sum and GPU BLDTT, and a fit
+#      of them to 1e-8 relative residual with each (RBF_FIT_MATVECS, default "direct bldtt"; AUTO picks BLDTT there;
+#      target <= 60 s);
 #   3. the GPU test (RbfGpu.AgreesWithCpu) if test_rbf was built.
 set -u
 BIN=${BIN:-build-gpu/bin}
@@ -28,9 +30,17 @@ for spec in "direct cuda" "bldtt cuda" "direct cpu" "series cpu" "bldtt cpu"; do
 done
 awk 'BEGIN { srand(2024); for (i = 0; i < 1000000; i++) { x = rand(); y = rand(); z = rand();
   printf "%.9f %.9f %.9f %.17g\n", x, y, z, exp(x) * sin(3 * y) + z * z } }' >"$O/uniform1e6.txt"
-echo "## fit N=1e6 uniform, shape=0.005, tolerance 1e-8, device cuda" >>"$log"
-timeout 400 "$FMM" rbf fit --centers "$O/uniform1e6.txt" --shape 0.005 --tolerance 1e-8 --device cuda \
-    --out "$O/model1e6.txt" >>"$log" 2>&1 || echo "failed: exit $?" >>"$log"
+# one mat-vec at 1e6 by each GPU method (which one AUTO should pick at this size), then the fit
+for mv in direct bldtt; do
+    echo "## matvec N=1e6 uniform shape=0.005 method=$mv device=cuda" >>"$log"
+    timeout 300 "$FMM" rbf matvec --centers "$O/uniform1e6.txt" --shape 0.005 --matvec $mv --device cuda \
+        --tolerance 1e-8 --repeat 3 --sample 500 >>"$log" 2>&1 || echo "failed: exit $?" >>"$log"
+done
+for mv in ${RBF_FIT_MATVECS:-direct bldtt}; do
+    echo "## fit N=1e6 uniform, shape=0.005, tolerance 1e-8, device cuda, matvec $mv" >>"$log"
+    timeout 200 "$FMM" rbf fit --centers "$O/uniform1e6.txt" --shape 0.005 --tolerance 1e-8 --device cuda \
+        --matvec $mv --out "$O/model1e6.txt" >>"$log" 2>&1 || echo "failed: exit $?" >>"$log"
+done
 rm -f "$O/model1e6.txt" "$O/uniform1e6.txt"
 if [ -x "$BIN/test_rbf" ]; then
     echo "## test_rbf --gtest_filter=RbfGpu*:RbfApi*" >>"$log"
