@@ -505,19 +505,20 @@ static void periodic_corrections(fmm_plan *P) {
     const long n = t->n;
     const double L = t->side, V = L * L * L, pi = 3.14159265358979323846;
     const double *c = t->box[0].c;
-    double Q = 0, D[3] = {0, 0, 0}, S2 = 0;
+    double Q = 0, Qabs = 0, D[3] = {0, 0, 0}, S2 = 0;
     for (long i = 0; i < n; ++i) {
         double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
-        Q += P->q[i];
+        Q += P->q[i], Qabs += fabs(P->q[i]);
         for (int d = 0; d < 3; ++d) D[d] += P->q[i] * Y[d];
         S2 += P->q[i] * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]);
     }
     const int tinfoil = P->opts.boundary == FMM_BOUNDARY_TINFOIL;
     const double kd = 4 * pi / (3 * V), k0 = 2 * pi / (3 * V) * (S2 - Q * L * L / 4);
+    const int charged = PBC_CHARGED(Q, Qabs);
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; ++i) {
         double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
-        if (Q != 0.0) {
+        if (charged) {
             double pb, gb[3];
             pbc_cube_potential(1.5 * L, Y, &pb, gb);
             P->phi[i] -= Q / V * pb;
@@ -622,7 +623,7 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
         if (!isfinite(q[i])) return FMM_ERR_NONFINITE;
         Q += q[i], Qabs += fabs(q[i]);
     }
-    const int charged = fabs(Q) > 1e-12 * Qabs;
+    const int charged = PBC_CHARGED(Q, Qabs);
     /* vacuum (dipole) boundary diverges for a charged cell */
     if (P->opts.periodic && P->opts.boundary == FMM_BOUNDARY_VACUUM && charged) return FMM_ERR_BOUNDARY;
     P->virial = virial && P->opts.periodic;

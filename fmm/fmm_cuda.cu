@@ -10,6 +10,7 @@
 #include "fmm.h"
 #include "fmm/fmm_cuda_orders.cuh"
 #include "m2l/m2l_gpu.h"
+#include "pbc/lattice.h"
 
 #define CU(call)                                                                              \
     do {                                                                                      \
@@ -30,7 +31,7 @@
  * 1M 5.33 / 5.26 / 5.18 / 5.12 (bench/results/fmm_gpu_h100.md). */
 #define P2P_WIDE_DEPTH 3 /* P2P with 8 warps per leaf up to this depth, 4 below */
 #define KEYBITS 20 /* the CPU octree's integer grid (core/octree.c): 2^20 cells per axis */
-enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_N = 96 };
+enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_QABS = 96, RED_N = 97 };
 
 struct fmm_gpu {
     int p, nc, periodic, tinfoil, depth, mixed;
@@ -52,8 +53,8 @@ struct fmm_gpu {
     double *geom, *red;
     void *tmp;
     size_t tmp_bytes;
-    cudaStream_t s0, s1;
-    cudaEvent_t fork, join, t0, t1;
+    cudaStream_t s0, s1, s2;
+    cudaEvent_t fork, join, fork2, join2, t0, t1;
     cudaGraphExec_t exec[2]; /* [virial]: plain, and gathering the periodic image forces */
     int graph_n[2], graph_depth[2];
 };
@@ -217,9 +218,9 @@ __global__ void k_moments(long n, const double *__restrict__ x, const double *__
         qi = q[i];
         Y[0] = x[i] - geom[G_LO] - h, Y[1] = y[i] - geom[G_LO + 1] - h, Y[2] = z[i] - geom[G_LO + 2] - h;
     }
-    warp_add(red + RED_Q, qi);
-    for (int d = 0; d < 3; ++d) warp_add(red + RED_D + d, qi * Y[d]);
-    warp_add(red + RED_S2, qi * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]));
+    const int at[6] = {RED_Q, RED_D, RED_D + 1, RED_D + 2, RED_S2, RED_QABS};
+    const double v[6] = {qi, qi * Y[0], qi * Y[1], qi * Y[2], qi * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]), fabs(qi)};
+    block_add(red, at, v);
 }
 
 /* potential of the uniform unit-density cube [-h, h]^3 (pbc/lattice.c) */
@@ -253,7 +254,7 @@ __global__ void k_final(long n, int periodic, int tinfoil, const int *__restrict
                         const double *__restrict__ far, const double *__restrict__ near,
                         const double *__restrict__ geom, double *__restrict__ red, double *__restrict__ out) {
     long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    double e = 0.0, vir[9] = {0};
+    double v[10] = {0}; /* energy, virial */
     if (i < n) {
         double ph = far[i] + near[i], E[3];
         for (int d = 0; d < 3; ++d) E[d] = far[(d + 1) * n + i] + near[(d + 1) * n + i];
@@ -261,7 +262,7 @@ __global__ void k_final(long n, int periodic, int tinfoil, const int *__restrict
         const double Y[3] = {x[i] - geom[G_LO] - hL, y[i] - geom[G_LO + 1] - hL, z[i] - geom[G_LO + 2] - hL};
         if (periodic) {
             const double V = L * L * L, pi = 3.14159265358979323846, Q = red[RED_Q];
-            if (Q != 0.0) {
+            if (PBC_CHARGED(Q, red[RED_QABS])) {
                 double pb, gb[3];
                 cube_potential(1.5 * L, Y, &pb, gb);
                 ph -= Q / V * pb;
@@ -277,12 +278,13 @@ __global__ void k_final(long n, int periodic, int tinfoil, const int *__restrict
         const long j = perm[i];
         out[j] = ph;
         for (int d = 0; d < 3; ++d) out[n + 3 * j + d] = E[d];
-        e = 0.5 * q[i] * ph;
+        v[0] = 0.5 * q[i] * ph;
         for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b) vir[3 * a + b] = q[i] * E[a] * Y[b];
+            for (int b = 0; b < 3; ++b) v[1 + 3 * a + b] = q[i] * E[a] * Y[b];
     }
-    warp_add(red + RED_ENERGY, e);
-    for (int k = 0; k < 9; ++k) warp_add(red + RED_VIR + k, vir[k]);
+    const int at[10] = {RED_ENERGY, RED_VIR, RED_VIR + 1, RED_VIR + 2, RED_VIR + 3, RED_VIR + 4, RED_VIR + 5, RED_VIR + 6,
+                        RED_VIR + 7, RED_VIR + 8};
+    block_add(red, at, v);
 }
 
 /* ---------------------------------------------------------------- per-order dispatch */
@@ -346,8 +348,11 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     for (void *p : ptrs) cudaFree(p);
     if (g->s0) cudaStreamDestroy(g->s0);
     if (g->s1) cudaStreamDestroy(g->s1);
+    if (g->s2) cudaStreamDestroy(g->s2);
     if (g->fork) cudaEventDestroy(g->fork);
     if (g->join) cudaEventDestroy(g->join);
+    if (g->fork2) cudaEventDestroy(g->fork2);
+    if (g->join2) cudaEventDestroy(g->join2);
     if (g->t0) cudaEventDestroy(g->t0);
     if (g->t1) cudaEventDestroy(g->t1);
     free(g);
@@ -367,8 +372,11 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     CU(cudaMalloc((void **)&g->red, sizeof(double) * RED_N));
     CU(cudaStreamCreateWithFlags(&g->s0, cudaStreamNonBlocking));
     CU(cudaStreamCreateWithFlags(&g->s1, cudaStreamNonBlocking));
+    CU(cudaStreamCreateWithFlags(&g->s2, cudaStreamNonBlocking));
     CU(cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&g->join, cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&g->fork2, cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&g->join2, cudaEventDisableTiming));
     CU(cudaEventCreate(&g->t0));
     CU(cudaEventCreate(&g->t1));
     /* shared-memory opt-ins of this order's kernels, outside any capture */
@@ -450,7 +458,7 @@ static int sym_plans(fmm_gpu *g, int depth) {
         g->sym[l] = NULL;
     }
     g->sym_depth = -1;
-    for (int l = g->periodic ? 1 : 2; l <= depth; ++l) TRY(m2l_gpu_symmetric_plan(&g->m2l, l, g->periodic, &g->sym[l]));
+    for (int l = g->periodic ? 1 : 2; l <= depth; ++l) TRY(m2l_gpu_symmetric_plan(&g->m2l, l, g->periodic, g->mixed && g->p <= M2L_SYM_FLOAT_PMAX, &g->sym[l]));
     g->sym_depth = depth;
     return FMM_OK;
 }
@@ -470,8 +478,22 @@ template <typename R> static void launch_p2p(const fmm_gpu *g, double *fshift, c
         k_p2p<R, 4><<<nl, 128, 0, st>>>(pk, g->cs, g->ce, g->depth, g->periodic, g->geom, g->n, g->near, fshift);
 }
 
-/* the whole evaluation, queued on s0 (and s1 for the near field); with ev (profiling, not
- * captured) everything goes on s0 and ev[0..FMM_GPU_NSTAGE] mark the stage boundaries */
+/* M2L on one level, and with fshift the periodic image forces of that level's V list */
+static int m2l_and_images(fmm_gpu *g, int l, double *fshift, cudaStream_t st) {
+    TRY(m2l_level(g, l, st));
+    if (fshift) {
+        order_kernels K = order_table(g->p);
+        K.images<<<(unsigned)(1L << (3 * l)), 128, 0, st>>>(g->m2l.cls, g->m2l.sign, g->m2l.vlist, l, g->geom,
+                                                          g->W + level_offset(l) * g->nc, fshift);
+    }
+    return FMM_OK;
+}
+
+/* the whole evaluation, queued on s0, s1 for the near field and s2 for the finest M2L level
+ * (it needs only the leaf multipoles, so it runs beside the M2M chain and the coarser levels;
+ * the last L2L, which adds into the same local expansions, waits for it); with ev (profiling,
+ * not captured) everything goes on s0 in stage order and ev[0..FMM_GPU_NSTAGE] mark the stage
+ * boundaries */
 #define MARK(k) \
     if (ev) CU(cudaEventRecord(ev[k], s0))
 static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
@@ -511,28 +533,32 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     K.p2m<<<blocks(nleaf, 4), 128, 0, s0>>>(g->x, g->y, g->z, g->q, g->cs, g->ce, D, g->geom,
                                             g->W + level_offset(D) * nc);
     MARK(3);
+    const int split = !ev && D >= (g->periodic ? 1 : 2); /* the finest level has M2L: on s2 */
+    if (split) {
+        CU(cudaEventRecord(g->fork2, s0));
+        CU(cudaStreamWaitEvent(g->s2, g->fork2, 0));
+        TRY(m2l_and_images(g, D, fshift, g->s2));
+        CU(cudaEventRecord(g->join2, g->s2));
+    }
     for (int l = D - 1; l >= 0; --l)
-        K.m2m<<<blocks(1L << (3 * l), PB), 128, sizeof(double) * PB * 8 * nc, s0>>>(
+        K.m2m<<<blocks(1L << (3 * l), PB), TB_TREE, sizeof(double) * PB * 8 * nc, s0>>>(
             g->m2mT, l, g->W + level_offset(l + 1) * nc, g->W + level_offset(l) * nc);
     CU(cudaGetLastError());
     MARK(4);
     if (g->periodic) {
         k_lattice<<<1, 256, 0, s0>>>(nc, g->lattice, g->bg, g->W, g->U);
-        for (int l = 1; l <= D; ++l) {
-            TRY(m2l_level(g, l, s0));
-            if (fshift)
-                K.images<<<(unsigned)(1L << (3 * l)), 128, 0, s0>>>(g->m2l.cls, g->m2l.sign, g->m2l.vlist, l, g->geom,
-                                                                     g->W + level_offset(l) * nc, fshift);
-        }
+        for (int l = 1; l <= D - split; ++l) TRY(m2l_and_images(g, l, fshift, s0));
     } else {
         /* levels 0 and 1 have no well-separated boxes */
         CU(cudaMemsetAsync(g->U, 0, sizeof(double) * nc * level_offset(D < 1 ? 1 : 2), s0));
-        for (int l = 2; l <= D; ++l) TRY(m2l_level(g, l, s0));
+        for (int l = 2; l <= D - split; ++l) TRY(m2l_and_images(g, l, fshift, s0));
     }
     MARK(5);
-    for (int l = 0; l < D; ++l)
-        K.l2l<<<blocks(1L << (3 * l), PB), 128, sizeof(double) * PB * nc, s0>>>(
+    for (int l = 0; l < D; ++l) {
+        if (split && l == D - 1) CU(cudaStreamWaitEvent(s0, g->join2, 0));
+        K.l2l<<<blocks(1L << (3 * l), PB), TB_TREE, sizeof(double) * PB * nc, s0>>>(
             g->l2lT, l, g->U + level_offset(l) * nc, g->U + level_offset(l + 1) * nc);
+    }
     MARK(6);
     K.l2p<<<blocks(nleaf, 4), 128, 0, s0>>>(g->x, g->y, g->z, g->cs, g->ce, D, g->geom, g->U + level_offset(D) * nc, n,
                                             g->far);

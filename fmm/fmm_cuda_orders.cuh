@@ -25,6 +25,25 @@ __device__ __forceinline__ void warp_add(double *dst, double v) {
     v = warp_sum(v);
     if ((threadIdx.x & 31) == 0) atomicAdd(dst, v);
 }
+/* dst[at[k]] += the block's sum of v[k], one atomic per block and k (per-warp atomics on a few
+ * adjacent addresses serialise: ~0.5 ms for 10 sums over 1M particles on an H100). Every thread
+ * of the block must call it; at most 32 warps. */
+template <int K> __device__ __forceinline__ void block_add(double *dst, const int (&at)[K], const double (&v)[K]) {
+    __shared__ double part[K][32];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const double s = warp_sum(v[k]);
+        if (lane == 0) part[k][w] = s;
+    }
+    __syncthreads();
+    if (w == 0)
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const double s = warp_sum(lane < nw ? part[k][lane] : 0.0);
+            if (lane == 0 && s != 0.0) atomicAdd(dst + at[k], s);
+        }
+}
 
 /* ---------------------------------------------------------------- particle operators */
 
@@ -107,14 +126,17 @@ __global__ void __launch_bounds__(128) k_l2p(const double *__restrict__ x, const
 
 /* ---------------------------------------------------------------- translations between levels */
 
-#define PB 4 /* parents per block */
+#define PB 4         /* parents per block: each operator entry loaded once serves PB parents */
+#define TB_TREE 256  /* threads per M2M / L2L block: one (octant, coefficient) pair each */
 
-/* W(parent level lp) = sum over the 8 children of M2M_o W(child) */
+/* W(parent level lp) = sum over the 8 children of M2M_o W(child): thread (o, k) sums child o's
+ * contribution to coefficient k, then the 8 partial sums are added through shared memory.
+ * (With one thread per k the coarse levels ran 2 warps per SM and took ~25 us each.) */
 template <int P>
-__global__ void __launch_bounds__(128) k_m2m(const double *__restrict__ MT, int lp, const double *__restrict__ Wc,
-                                             double *__restrict__ Wp) {
-    constexpr int NC = hd_ncoef(P);
-    extern __shared__ double ws[]; /* [PB][8][NC] */
+__global__ void __launch_bounds__(TB_TREE) k_m2m(const double *__restrict__ MT, int lp, const double *__restrict__ Wc,
+                                                 double *__restrict__ Wp) {
+    constexpr int NC = hd_ncoef(P), NO = 8 * NC, NPT = (NO + TB_TREE - 1) / TB_TREE;
+    extern __shared__ double ws[]; /* [PB][8][NC]: the children's multipoles, then the partial sums */
     const long sp = 1L << lp, np = sp * sp * sp, p0 = (long)blockIdx.x * PB, sc = 2 * sp;
     for (int id = threadIdx.x; id < PB * 8 * NC; id += blockDim.x) {
         const int j = id % NC, o = id / NC % 8, pb = id / (8 * NC);
@@ -128,24 +150,41 @@ __global__ void __launch_bounds__(128) k_m2m(const double *__restrict__ MT, int 
         ws[id] = v;
     }
     __syncthreads();
-    for (int k = threadIdx.x; k < NC; k += blockDim.x) {
-        double acc[PB] = {0.0};
-        for (int o = 0; o < 8; ++o)
+    double acc[NPT][PB];
+#pragma unroll
+    for (int t = 0; t < NPT; ++t) {
+        const int id = threadIdx.x + t * TB_TREE, o = id / NC, k = id % NC;
+#pragma unroll
+        for (int pb = 0; pb < PB; ++pb) acc[t][pb] = 0.0;
+        if (id < NO)
             for (int j = 0; j < NC; ++j) {
                 const double m = MT[((size_t)o * NC + j) * NC + k];
 #pragma unroll
-                for (int pb = 0; pb < PB; ++pb) acc[pb] = fma(m, ws[(pb * 8 + o) * NC + j], acc[pb]);
+                for (int pb = 0; pb < PB; ++pb) acc[t][pb] = fma(m, ws[(pb * 8 + o) * NC + j], acc[t][pb]);
             }
+    }
+    __syncthreads();
 #pragma unroll
-        for (int pb = 0; pb < PB; ++pb)
-            if (p0 + pb < np) Wp[(p0 + pb) * NC + k] = acc[pb];
+    for (int t = 0; t < NPT; ++t) {
+        const int id = threadIdx.x + t * TB_TREE, o = id / NC, k = id % NC;
+        if (id < NO)
+#pragma unroll
+            for (int pb = 0; pb < PB; ++pb) ws[(pb * 8 + o) * NC + k] = acc[t][pb];
+    }
+    __syncthreads();
+    for (int id = threadIdx.x; id < PB * NC; id += TB_TREE) {
+        const int pb = id / NC, k = id % NC;
+        double w = 0.0;
+#pragma unroll
+        for (int o = 0; o < 8; ++o) w += ws[(pb * 8 + o) * NC + k];
+        if (p0 + pb < np) Wp[(p0 + pb) * NC + k] = w;
     }
 }
 
-/* U(children of level lp) += L2L_o U(parent) */
+/* U(children of level lp) += L2L_o U(parent): thread (o, k) makes coefficient k of child o */
 template <int P>
-__global__ void __launch_bounds__(128) k_l2l(const double *__restrict__ LT, int lp, const double *__restrict__ Up,
-                                             double *__restrict__ Uc) {
+__global__ void __launch_bounds__(TB_TREE) k_l2l(const double *__restrict__ LT, int lp, const double *__restrict__ Up,
+                                                 double *__restrict__ Uc) {
     constexpr int NC = hd_ncoef(P);
     extern __shared__ double us[]; /* [PB][NC] */
     const long sp = 1L << lp, np = sp * sp * sp, p0 = (long)blockIdx.x * PB, sc = 2 * sp;
@@ -154,23 +193,23 @@ __global__ void __launch_bounds__(128) k_l2l(const double *__restrict__ LT, int 
         us[id] = par < np ? Up[par * NC + id % NC] : 0.0;
     }
     __syncthreads();
-    for (int k = threadIdx.x; k < NC; k += blockDim.x)
-        for (int o = 0; o < 8; ++o) {
-            double acc[PB] = {0.0};
-            for (int j = 0; j < NC; ++j) {
-                const double m = LT[((size_t)o * NC + j) * NC + k];
+    for (int id = threadIdx.x; id < 8 * NC; id += TB_TREE) {
+        const int o = id / NC, k = id % NC;
+        double acc[PB] = {0.0};
+        for (int j = 0; j < NC; ++j) {
+            const double m = LT[((size_t)o * NC + j) * NC + k];
 #pragma unroll
-                for (int pb = 0; pb < PB; ++pb) acc[pb] = fma(m, us[pb * NC + j], acc[pb]);
-            }
-#pragma unroll
-            for (int pb = 0; pb < PB; ++pb) {
-                const long par = p0 + pb;
-                if (par >= np) continue;
-                const long px = par % sp, py = par / sp % sp, pz = par / (sp * sp);
-                const long ch = (2 * px + (o & 1)) + sc * ((2 * py + (o >> 1 & 1)) + sc * (2 * pz + (o >> 2 & 1)));
-                Uc[ch * NC + k] += acc[pb];
-            }
+            for (int pb = 0; pb < PB; ++pb) acc[pb] = fma(m, us[pb * NC + j], acc[pb]);
         }
+#pragma unroll
+        for (int pb = 0; pb < PB; ++pb) {
+            const long par = p0 + pb;
+            if (par >= np) continue;
+            const long px = par % sp, py = par / sp % sp, pz = par / (sp * sp);
+            const long ch = (2 * px + (o & 1)) + sc * ((2 * py + (o >> 1 & 1)) + sc * (2 * pz + (o >> 2 & 1)));
+            Uc[ch * NC + k] += acc[pb];
+        }
+    }
 }
 
 /* Total force sum_i q_i E(x_i) of a scaled local expansion u on the charges whose scaled

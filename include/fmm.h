@@ -62,8 +62,10 @@ enum fmm_status {
 enum fmm_device { FMM_DEVICE_CPU = 0, FMM_DEVICE_CUDA = 1 };
 enum fmm_boundary { FMM_BOUNDARY_TINFOIL = 0, FMM_BOUNDARY_VACUUM = 1 };
 /* MIXED (CUDA only): the near field (P2P) in single precision on positions stored relative to
- * their leaf's centre, expansions and everything else in double. It adds a relative error of
- * order 1e-6 (bench/results), so it takes tolerances >= FMM_MIXED_TOL_MIN only. */
+ * their leaf's centre and, for orders <= 16, the M2L products in single precision (operators
+ * and sources rounded to float, sums into double local expansions); expansions, the other
+ * operators and everything else in double. It adds a relative error of order 1e-6
+ * (bench/results), so it takes tolerances >= FMM_MIXED_TOL_MIN only. */
 enum fmm_precision { FMM_PRECISION_DOUBLE = 0, FMM_PRECISION_MIXED = 1 };
 #define FMM_MIXED_TOL_MIN 1e-5
 

@@ -67,11 +67,16 @@ int m2l_gpu_dynamic(const m2l_gpu_ops *g, int level, int periodic, const double 
 /* symmetric: a plan per (operator set, level, boundary) holds the presorted lists, tables and
  * its 8 streams (m2l/m2l_symmetric.cu); run queues U = M2L(W) on `stream` (forking onto the
  * plan's streams and joining back), so one plan serves one run at a time. The plan refers to
- * g's operators: free it before g. m2l_symmetric_emulate: the same plan tables and algebra on
+ * g's operators: free it before g. single: the products in float (operator rows and combined
+ * sources rounded to float as they are staged, sums added to the double U; about 1e-7 relative,
+ * for the mixed-precision FMM; p <= M2L_SYM_FLOAT_PMAX, else FMM_ERR_ARG). m2l_symmetric_emulate: the same plan tables and algebra on
  * the CPU (for tests without a device; U [8^level][nc]). Return FMM_OK, FMM_ERR_ARG,
  * FMM_ERR_NOMEM or FMM_ERR_CUDA. */
 typedef struct m2l_sym_plan m2l_sym_plan;
-int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int periodic, m2l_sym_plan **plan);
+/* Largest order with float products: the scaled operators' largest entry is 1.3e34 at p = 16
+ * (2.6e4 below FLT_MAX), 1.4e37 at 17 and 1.7e40 at 18, where m2l-bench measured NaN. */
+#define M2L_SYM_FLOAT_PMAX 16
+int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int periodic, int single, m2l_sym_plan **plan);
 int m2l_gpu_symmetric_run(const m2l_sym_plan *plan, const double *W, double *U, cudaStream_t stream);
 void m2l_gpu_symmetric_free(m2l_sym_plan *plan);
 int m2l_symmetric_emulate(const m2l_operators *ops, int level, int periodic, const double *W, double *U);

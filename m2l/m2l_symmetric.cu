@@ -79,7 +79,9 @@ constexpr int sym_rpt(int P, int B) {
     return r;
 }
 
-template <int P, int B> struct sym_shape {
+/* R: the arithmetic of the products (double, or float for the mixed-precision FMM: operator rows
+ * and Hadamard planes are rounded to float when staged, sums go to the double U) */
+template <int P, int B, typename R> struct sym_shape {
     static constexpr int NC = (P + 1) * (P + 1);
     static constexpr int GW = 8 / B;                      /* warps per row group */
     static constexpr int RPT = sym_rpt(P, B);             /* rows per warp */
@@ -91,7 +93,7 @@ template <int P, int B> struct sym_shape {
     static constexpr int XT = TT + 1;
     static constexpr int KC = B * 32 * TT <= 8192 ? 32 : (B * 16 * TT <= 8192 ? 16 : (B * 8 * TT <= 8192 ? 8 : 4));
     static constexpr int TS = 8 * RP2 + 2;                /* stride of one input coefficient in the operator stage */
-    static constexpr size_t SMEM = sizeof(double) * ((size_t)KC * TS + (size_t)B * KC * XT) + sizeof(int) * B * TT;
+    static constexpr size_t SMEM = sizeof(R) * ((size_t)KC * TS + (size_t)B * KC * XT) + sizeof(int) * B * TT;
 };
 
 /* largest rows-per-warp stride over the four beta kinds (row table stride) */
@@ -318,17 +320,24 @@ done:
 #define M2L_SYM_MINBLOCKS 2
 #endif
 
-template <int P, int B>
+template <typename R> struct sym_vec2;
+template <> struct sym_vec2<double> { typedef double2 type; };
+template <> struct sym_vec2<float> { typedef float2 type; };
+__device__ inline double sym_fma(double a, double b, double c) { return fma(a, b, c); }
+__device__ inline float sym_fma(float a, float b, float c) { return fmaf(a, b, c); }
+
+template <int P, int B, typename R>
 __global__ void __launch_bounds__(256, M2L_SYM_MINBLOCKS) k_m2l_sym(const double *__restrict__ cls, const double *__restrict__ sign,
                                                  const int *__restrict__ info, const short *__restrict__ rows,
                                                  const unsigned char *__restrict__ kap, const int *__restrict__ srcl,
                                                  int A, int qbase, int rstride, int level, long ntp, int csplit,
                                                  const double *__restrict__ W, double *__restrict__ U) {
-    using S = sym_shape<P, B>;
+    using S = sym_shape<P, B, R>;
+    using R2 = typename sym_vec2<R>::type;
     constexpr int NC = S::NC, GW = S::GW, RPTS = S::RPTS, RP2 = S::RP2, COLS = S::COLS, TT = S::TT, XT = S::XT,
                   KC = S::KC, TS = S::TS;
-    extern __shared__ __align__(16) double sym_smem[]; /* 16-byte aligned: double2 loads of Ts */
-    double *Ts = sym_smem, *Zs = sym_smem + KC * TS;
+    extern __shared__ __align__(16) unsigned char sym_smem[]; /* 16-byte aligned: pair loads of Ts */
+    R *Ts = reinterpret_cast<R *>(sym_smem), *Zs = Ts + KC * TS;
     int *srcs = (int *)(Zs + B * KC * XT);
     const int parity = blockIdx.y, slice = blockIdx.z / csplit, cs = blockIdx.z % csplit;
     const int r0 = cs * SYM_NR / csplit, r1 = (cs + 1) * SYM_NR / csplit;
@@ -336,11 +345,11 @@ __global__ void __launch_bounds__(256, M2L_SYM_MINBLOCKS) k_m2l_sym(const double
     const long k0 = (long)blockIdx.x * TT;
     const short *rq = rows + (size_t)A * 8 * rstride + slice * RPTS;
     const unsigned char *kq = kap + A * NC;
-    double acc[RPTS][COLS];
+    R acc[RPTS][COLS];
 #pragma unroll
     for (int i = 0; i < RPTS; ++i)
 #pragma unroll
-        for (int c = 0; c < COLS; ++c) acc[i][c] = 0.0;
+        for (int c = 0; c < COLS; ++c) acc[i][c] = 0;
     for (int r = r0; r < r1; ++r) {
         const int inf = info[(parity * SYM_NQ + A) * SYM_NR + r], c = inf & 63, f0 = inf >> 6;
         const double *T = cls + (size_t)c * NC * NC, *s0 = sign + f0 * NC;
@@ -357,7 +366,7 @@ __global__ void __launch_bounds__(256, M2L_SYM_MINBLOCKS) k_m2l_sym(const double
             for (int idx = threadIdx.x; idx < 8 * RP2 * KC; idx += 256) {
                 const int jj = idx % KC, wi = idx / KC, w = wi / RP2, i = wi % RP2, j = j0 + jj;
                 const int row = i < RPTS ? rq[w * rstride + i] : -1;
-                Ts[jj * TS + w * RP2 + i] = (row >= 0 && j < NC) ? s0[row] * T[(size_t)row * NC + j] : 0.0;
+                Ts[jj * TS + w * RP2 + i] = (R)((row >= 0 && j < NC) ? s0[row] * T[(size_t)row * NC + j] : 0.0);
             }
             /* Hadamard planes of the members' signed sources, stored by row group g = h ^ kappa(j) */
             for (int idx = threadIdx.x; idx < KC * TT; idx += 256) {
@@ -380,30 +389,30 @@ __global__ void __launch_bounds__(256, M2L_SYM_MINBLOCKS) k_m2l_sym(const double
                             }
                     const int kj = B > 1 ? kq[j] : 0;
 #pragma unroll
-                    for (int h = 0; h < B; ++h) Zs[((h ^ kj) * KC + jj) * XT + col] = x[h];
+                    for (int h = 0; h < B; ++h) Zs[((h ^ kj) * KC + jj) * XT + col] = (R)x[h];
                 } else {
 #pragma unroll
-                    for (int h = 0; h < B; ++h) Zs[(h * KC + jj) * XT + col] = 0.0;
+                    for (int h = 0; h < B; ++h) Zs[(h * KC + jj) * XT + col] = 0;
                 }
             }
             __syncthreads();
-            const double *Zg = Zs + grp * KC * XT + lane;
-            const double *Tw = Ts + warp * RP2;
+            const R *Zg = Zs + grp * KC * XT + lane;
+            const R *Tw = Ts + warp * RP2;
             const int jn = NC - j0 < KC ? NC - j0 : KC;
 #pragma unroll 4
             for (int jj = 0; jj < jn; ++jj) {
-                double xv[COLS], tv[RP2];
+                R xv[COLS], tv[RP2];
 #pragma unroll
                 for (int c2 = 0; c2 < COLS; ++c2) xv[c2] = Zg[jj * XT + 32 * c2];
 #pragma unroll
                 for (int i = 0; i < RP2; i += 2) {
-                    const double2 t2 = *reinterpret_cast<const double2 *>(Tw + jj * TS + i);
+                    const R2 t2 = *reinterpret_cast<const R2 *>(Tw + jj * TS + i);
                     tv[i] = t2.x, tv[i + 1] = t2.y;
                 }
 #pragma unroll
                 for (int i = 0; i < RPTS; ++i)
 #pragma unroll
-                    for (int c2 = 0; c2 < COLS; ++c2) acc[i][c2] = fma(tv[i], xv[c2], acc[i][c2]);
+                    for (int c2 = 0; c2 < COLS; ++c2) acc[i][c2] = sym_fma(tv[i], xv[c2], acc[i][c2]);
             }
         }
     }
@@ -415,7 +424,7 @@ __global__ void __launch_bounds__(256, M2L_SYM_MINBLOCKS) k_m2l_sym(const double
 #pragma unroll
         for (int i = 0; i < RPTS; ++i) {
             const int row = rq[warp * rstride + i];
-            if (row >= 0) atomicAdd(U + tb * NC + row, acc[i][c2]);
+            if (row >= 0) atomicAdd(U + tb * NC + row, (double)acc[i][c2]);
         }
     }
 }
@@ -432,7 +441,7 @@ __global__ void k_sym_lists(int *__restrict__ srcl, const int *__restrict__ memb
 }
 
 struct m2l_sym_plan {
-    int p, nc, level, periodic, nsm, rstride;
+    int p, nc, level, periodic, single, nsm, rstride;
     long ntp;                /* targets per parity */
     const double *cls, *sign; /* the operator set's (not owned) */
     int *info, *memb, *srcl;
@@ -442,21 +451,21 @@ struct m2l_sym_plan {
     cudaEvent_t fork, join[SYM_NSTREAM];
 };
 
-template <int P, int B> static int sym_prepare() {
-    CU(cudaFuncSetAttribute(k_m2l_sym<P, B>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            (int)sym_shape<P, B>::SMEM));
+template <int P, int B, typename R> static int sym_prepare() {
+    CU(cudaFuncSetAttribute(k_m2l_sym<P, B, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)sym_shape<P, B, R>::SMEM));
     return FMM_OK;
 }
 
-template <int P, int B>
+template <int P, int B, typename R>
 static int sym_launch(const m2l_sym_plan *pl, int A, const double *W, double *U, cudaStream_t st) {
-    using S = sym_shape<P, B>;
+    using S = sym_shape<P, B, R>;
     const long tiles = (pl->ntp + S::TT - 1) / S::TT;
     /* 8 sign-group kernels run side by side: each wants about half the SMs' worth of blocks */
     long csplit = (pl->nsm / 2 + tiles * 8 * S::NS - 1) / (tiles * 8 * S::NS);
     csplit = csplit < 1 ? 1 : (csplit > SYM_NR ? SYM_NR : csplit);
     dim3 grid((unsigned)tiles, 8, (unsigned)(S::NS * csplit));
-    k_m2l_sym<P, B><<<grid, 256, S::SMEM, st>>>(pl->cls, pl->sign, pl->info, pl->rows, pl->kap, pl->srcl, A,
+    k_m2l_sym<P, B, R><<<grid, 256, S::SMEM, st>>>(pl->cls, pl->sign, pl->info, pl->rows, pl->kap, pl->srcl, A,
                                                 sym_qbase(A), pl->rstride, pl->level, pl->ntp, (int)csplit, W, U);
     CU(cudaGetLastError());
     return FMM_OK;
@@ -464,12 +473,17 @@ static int sym_launch(const m2l_sym_plan *pl, int A, const double *W, double *U,
 
 typedef int (*sym_launch_fn)(const m2l_sym_plan *, int, const double *, double *, cudaStream_t);
 typedef int (*sym_prepare_fn)();
-template <int... Ps> struct sym_table {
-    sym_launch_fn run[sizeof...(Ps)][4] = {{sym_launch<Ps, 1>, sym_launch<Ps, 2>, sym_launch<Ps, 4>, sym_launch<Ps, 8>}...};
+template <typename R, int... Ps> struct sym_table {
+    sym_launch_fn run[sizeof...(Ps)][4] = {
+        {sym_launch<Ps, 1, R>, sym_launch<Ps, 2, R>, sym_launch<Ps, 4, R>, sym_launch<Ps, 8, R>}...};
     sym_prepare_fn prepare[sizeof...(Ps)][4] = {
-        {sym_prepare<Ps, 1>, sym_prepare<Ps, 2>, sym_prepare<Ps, 4>, sym_prepare<Ps, 8>}...};
+        {sym_prepare<Ps, 1, R>, sym_prepare<Ps, 2, R>, sym_prepare<Ps, 4, R>, sym_prepare<Ps, 8, R>}...};
 };
-static const sym_table<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20> sym_fns;
+/* [single]: double, float arithmetic */
+static const sym_table<double, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20> sym_fns_d;
+static const sym_table<float, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20> sym_fns_f;
+static const sym_launch_fn (*const sym_run[2])[4] = {sym_fns_d.run, sym_fns_f.run};
+static const sym_prepare_fn (*const sym_prep[2])[4] = {sym_fns_d.prepare, sym_fns_f.prepare};
 
 extern "C" void m2l_gpu_symmetric_free(m2l_sym_plan *pl) {
     if (!pl) return;
@@ -526,21 +540,23 @@ static int sym_plan_fill(m2l_sym_plan *pl, const m2l_gpu_ops *g) {
         }
     }
     /* the shared-memory opt-in of the four subkernels, outside any stream capture */
-    for (int b = 0; b < 4 && !rc; ++b) rc = sym_fns.prepare[g->p - 1][b]();
+    for (int b = 0; b < 4 && !rc; ++b) rc = sym_prep[pl->single][g->p - 1][b]();
 done:
     sym_tables_free(&t);
     free(vl), free(sg);
     return rc;
 }
 
-extern "C" int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int periodic, m2l_sym_plan **plan) {
+extern "C" int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int periodic, int single,
+                                      m2l_sym_plan **plan) {
     if (!plan) return FMM_ERR_ARG;
     *plan = NULL;
-    if (!g || !g->cls || !g->sign || !g->vlist || level < 1 || level > 10 || g->p < 1 || g->p > M2L_GPU_PMAX)
+    if (!g || !g->cls || !g->sign || !g->vlist || level < 1 || level > 10 || g->p < 1 || g->p > M2L_GPU_PMAX ||
+        (single && g->p > M2L_SYM_FLOAT_PMAX))
         return FMM_ERR_ARG;
     m2l_sym_plan *pl = (m2l_sym_plan *)calloc(1, sizeof *pl);
     if (!pl) return FMM_ERR_NOMEM;
-    pl->p = g->p, pl->nc = g->nc, pl->level = level, pl->periodic = periodic ? 1 : 0;
+    pl->p = g->p, pl->nc = g->nc, pl->level = level, pl->periodic = periodic ? 1 : 0, pl->single = single ? 1 : 0;
     pl->nsm = g->nsm > 0 ? g->nsm : 1;
     pl->ntp = 1L << (3 * (level - 1));
     pl->cls = g->cls, pl->sign = g->sign;
@@ -560,7 +576,7 @@ extern "C" int m2l_gpu_symmetric_run(const m2l_sym_plan *pl, const double *W, do
     for (int A = 0; A < SYM_NQ; ++A) {
         const int b = sym_popc3(A); /* beta = 2^b */
         CU(cudaStreamWaitEvent(pl->st[A], pl->fork, 0));
-        int rc = sym_fns.run[pl->p - 1][b](pl, A, W, U, pl->st[A]);
+        int rc = sym_run[pl->single][pl->p - 1][b](pl, A, W, U, pl->st[A]);
         if (rc) return rc;
         CU(cudaEventRecord(pl->join[A], pl->st[A]));
         CU(cudaStreamWaitEvent(stream, pl->join[A], 0));

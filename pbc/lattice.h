@@ -40,6 +40,12 @@ void pbc_background_multipole(int p, double *b);
  * gradient. */
 void pbc_cube_potential(double h, const double Y[3], double *phi, double grad[3]);
 
+/* Whether a cell of net charge Q (sum of |q|: Qabs) is charged: |Q| above the rounding of the
+ * charge sum. Below it the neutralising background is rounding noise (1e-12 relative at most),
+ * and skipping it saves a uniform-cube potential per particle (0.42 ms of a 1M-atom water
+ * evaluation on an H100, whose charges sum to ~1e-12 instead of 0). Host and device code. */
+#define PBC_CHARGED(Q, Qabs) (fabs(Q) > 1e-12 * (Qabs))
+
 #ifdef __cplusplus
 }
 #endif
