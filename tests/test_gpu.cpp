@@ -207,6 +207,34 @@ TEST(GpuMixed, FloatNearFieldMeetsItsTolerance) {
     }
 }
 
+// Mixed mode runs the M2L products in float up to order 16 (M2L_SYM_FLOAT_PMAX) and in double
+// above, where the scaled operators leave float's range (1.7e40 at order 18: NaN everywhere).
+// At 16 (float, the largest entries 1.3e34) and 18 (double M2L) the mixed result must stay
+// finite and within FMM_MIXED_TOL_MIN of the double one.
+TEST(GpuMixed, FloatM2LOnlyWhereTheOperatorsFit) {
+    SKIP_WITHOUT_GPU();
+    const long nmol = 1000, n = 3 * nmol;
+    std::vector<double> xyz(3 * n), q(n);
+    double L = 0;
+    ASSERT_EQ(pts_water(nmol, test_seed(), xyz.data(), q.data(), &L), PTS_OK);
+    const double box[3] = {L, L, L};
+    for (int p : {16, 18}) {
+        fmm_opts o;
+        fmm_default_opts(&o);
+        o.order = p, o.depth = 2, o.periodic = 1;
+        Out dbl, mix;
+        ASSERT_EQ(run(FMM_DEVICE_CUDA, xyz, q, o, box, dbl, false), FMM_OK);
+        o.precision = FMM_PRECISION_MIXED;
+        ASSERT_EQ(run(FMM_DEVICE_CUDA, xyz, q, o, box, mix, false), FMM_OK);
+        for (double v : mix.phi) ASSERT_TRUE(std::isfinite(v)) << "order " << p;
+        for (double v : mix.field) ASSERT_TRUE(std::isfinite(v)) << "order " << p;
+        const double ep = rel(mix.phi, dbl.phi), ef = rel(mix.field, dbl.field);
+        std::cout << "order " << p << ": mixed vs double rel phi " << ep << " field " << ef << "\n";
+        EXPECT_LT(ep, FMM_MIXED_TOL_MIN) << "order " << p;
+        EXPECT_LT(ef, FMM_MIXED_TOL_MIN) << "order " << p;
+    }
+}
+
 TEST(GpuPlan, ReusesTheGraphAcrossSetptsAndExecute) {
     SKIP_WITHOUT_GPU();
     std::mt19937_64 g(test_seed());
