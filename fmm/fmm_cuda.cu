@@ -47,6 +47,9 @@ struct fmm_gpu {
     double *x, *y, *z, *q;        /* tree order */
     void *pk;                     /* tree order: p2p_rec<float or double> (mixed or not) */
     int *cs, *ce;                 /* particles of leaf c: [cs[c], ce[c]) */
+    int *chunks, *chunk_end;      /* per leaf: its 32-particle target chunks, and their inclusive sum */
+    void *stmp;                   /* the scan's temporary storage */
+    size_t stmp_bytes;
     double *far, *near, *out;     /* [4][n]: phi, ex, ey, ez (tree order); out: phi[n], field[3n] caller order */
     double *W, *U;                /* all levels, level l at box offset (8^l - 1)/7 */
     long nbox, cap_box;
@@ -94,6 +97,11 @@ __global__ void k_ranges(long n, const unsigned *__restrict__ key, int *__restri
     if (i == n - 1 || key[i + 1] != k) ce[k] = (int)i + 1;
 }
 
+__global__ void k_chunks(long nleaf, const int *__restrict__ cs, const int *__restrict__ ce, int *__restrict__ chunks) {
+    long c = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < nleaf) chunks[c] = (ce[c] - cs[c] + 31) / 32;
+}
+
 /* ---------------------------------------------------------------- particle records */
 
 /* P2P particle record: position relative to the centre of the particle's own leaf, and charge.
@@ -118,78 +126,86 @@ __global__ void k_gather(long n, const int *__restrict__ perm, const unsigned *_
     pk[i] = p2p_rec<R>{(R)(x[i] - ctr[0]), (R)(y[i] - ctr[1]), (R)(z[i] - ctr[2]), (R)q[i]};
 }
 
-/* One block of NW warps per target leaf: warp w takes the neighbours w, w + NW, ... of the 27
- * (NW x more parallel work than one warp per leaf: a 24k box has only 512 leaves), the warps'
- * sums are added in a fixed order (deterministic). Virial: the total force of each periodic
- * image's sources on the cell goes to fshift[27][3]. */
+/* One block of NW warps per chunk of 32 target particles of a leaf (chunk_end: the inclusive sum
+ * of the leaves' chunk counts; blocks past the last chunk return), so that a crowded leaf (a
+ * droplet in a large box) spreads over many blocks instead of looping in one. Warp w takes the
+ * neighbours w, w + NW, ... of the 27 (NW x more parallel work: a 24k box has only 512 leaves),
+ * the warps' sums are added in a fixed order (deterministic). Virial: the total force of each
+ * periodic image's sources on the cell goes to fshift[27][3]. */
 template <typename R, int NW>
 __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ pk, const int *__restrict__ cs,
-                                                 const int *__restrict__ ce, int depth, int periodic,
-                                                 const double *__restrict__ geom, long n, double *__restrict__ near,
-                                                 double *__restrict__ fshift) {
+                                                 const int *__restrict__ ce, const int *__restrict__ chunk_end,
+                                                 int depth, int periodic, const double *__restrict__ geom, long n,
+                                                 double *__restrict__ near, double *__restrict__ fshift) {
     __shared__ p2p_rec<R> src_all[NW][32];
     __shared__ double part[NW][4][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int s = 1 << depth;
-    const long t = blockIdx.x;
+    const long nleaf = (long)s * s * s, item = blockIdx.x;
+    if (item >= chunk_end[nleaf - 1]) return; /* the whole block */
+    long lo = 0, hi = nleaf - 1;              /* the first leaf whose chunks reach past item */
+    while (lo < hi) {
+        const long mid = (lo + hi) / 2;
+        if (chunk_end[mid] > item) hi = mid;
+        else lo = mid + 1;
+    }
+    const long t = lo;
     const int tix[3] = {(int)(t % s), (int)(t / s % s), (int)(t / ((long)s * s))};
     const R h = (R)(geom[G_SIDE] / s);
     p2p_rec<R> *src = src_all[warp];
     const int te = ce[t];
-    for (int tb = cs[t]; tb < te; tb += 32) {
-        const int i = tb + lane;
-        const bool ok = i < te;
-        const p2p_rec<R> pi = ok ? pk[i] : p2p_rec<R>{0, 0, 0, 0};
-        R pt = 0, fx = 0, fy = 0, fz = 0;
-        for (int nb = warp; nb < 27; nb += NW) {
-            const int a[3] = {nb % 3 - 1, nb / 3 % 3 - 1, nb / 9 - 1};
-            int c[3], code = 0;
-            bool skip = false;
-            for (int d = 0, mul = 1; d < 3; ++d, mul *= 3) {
-                c[d] = tix[d] + a[d];
-                const int img = c[d] < 0 ? -1 : (c[d] >= s ? 1 : 0);
-                if (img && !periodic) skip = true;
-                c[d] -= img * s, code += mul * (img + 1);
-            }
-            if (skip) continue;
-            /* target relative to the source leaf's centre */
-            const R tx = pi.x - a[0] * h, ty = pi.y - a[1] * h, tz = pi.z - a[2] * h;
-            R gp = 0, gx = 0, gy = 0, gz = 0;
-            const long sl = c[0] + (long)s * (c[1] + (long)s * c[2]);
-            const int b = cs[sl], e = ce[sl];
-            for (int sb = b; sb < e; sb += 32) {
-                const int j = sb + lane, cnt = min(32, e - sb);
-                __syncwarp();
-                if (j < e) src[lane] = pk[j];
-                __syncwarp();
-                if (ok)
-                    for (int k = 0; k < cnt; ++k) {
-                        const R dx = tx - src[k].x, dy = ty - src[k].y, dz = tz - src[k].z;
-                        const R r2 = dx * dx + dy * dy + dz * dz;
-                        if (r2 > R(0)) {
-                            const R rinv = rsqrt(r2), qr = src[k].q * rinv, qr3 = qr * rinv * rinv;
-                            gp += qr, gx += qr3 * dx, gy += qr3 * dy, gz += qr3 * dz;
-                        }
-                    }
-            }
-            pt += gp, fx += gx, fy += gy, fz += gz;
-            if (fshift && code != 13) {
-                warp_add(fshift + 3 * code, (double)(pi.q * gx));
-                warp_add(fshift + 3 * code + 1, (double)(pi.q * gy));
-                warp_add(fshift + 3 * code + 2, (double)(pi.q * gz));
-            }
+    const int tb = cs[t] + 32 * (int)(item - (t ? chunk_end[t - 1] : 0));
+    const int i = tb + lane;
+    const bool ok = i < te;
+    const p2p_rec<R> pi = ok ? pk[i] : p2p_rec<R>{0, 0, 0, 0};
+    R pt = 0, fx = 0, fy = 0, fz = 0;
+    for (int nb = warp; nb < 27; nb += NW) {
+        const int a[3] = {nb % 3 - 1, nb / 3 % 3 - 1, nb / 9 - 1};
+        int c[3], code = 0;
+        bool skip = false;
+        for (int d = 0, mul = 1; d < 3; ++d, mul *= 3) {
+            c[d] = tix[d] + a[d];
+            const int img = c[d] < 0 ? -1 : (c[d] >= s ? 1 : 0);
+            if (img && !periodic) skip = true;
+            c[d] -= img * s, code += mul * (img + 1);
         }
-        part[warp][0][lane] = pt, part[warp][1][lane] = fx, part[warp][2][lane] = fy, part[warp][3][lane] = fz;
-        __syncthreads();
-        if (warp == 0 && ok)
-            for (int k = 0; k < 4; ++k) {
-                double v = 0.0;
-#pragma unroll
-                for (int w = 0; w < NW; ++w) v += part[w][k][lane];
-                near[k * n + i] = v;
-            }
-        __syncthreads();
+        if (skip) continue;
+        /* target relative to the source leaf's centre */
+        const R tx = pi.x - a[0] * h, ty = pi.y - a[1] * h, tz = pi.z - a[2] * h;
+        R gp = 0, gx = 0, gy = 0, gz = 0;
+        const long sl = c[0] + (long)s * (c[1] + (long)s * c[2]);
+        const int b = cs[sl], e = ce[sl];
+        for (int sb = b; sb < e; sb += 32) {
+            const int j = sb + lane, cnt = min(32, e - sb);
+            __syncwarp();
+            if (j < e) src[lane] = pk[j];
+            __syncwarp();
+            if (ok)
+                for (int k = 0; k < cnt; ++k) {
+                    const R dx = tx - src[k].x, dy = ty - src[k].y, dz = tz - src[k].z;
+                    const R r2 = dx * dx + dy * dy + dz * dz;
+                    if (r2 > R(0)) {
+                        const R rinv = rsqrt(r2), qr = src[k].q * rinv, qr3 = qr * rinv * rinv;
+                        gp += qr, gx += qr3 * dx, gy += qr3 * dy, gz += qr3 * dz;
+                    }
+                }
+        }
+        pt += gp, fx += gx, fy += gy, fz += gz;
+        if (fshift && code != 13) {
+            warp_add(fshift + 3 * code, (double)(pi.q * gx));
+            warp_add(fshift + 3 * code + 1, (double)(pi.q * gy));
+            warp_add(fshift + 3 * code + 2, (double)(pi.q * gz));
+        }
     }
+    part[warp][0][lane] = pt, part[warp][1][lane] = fx, part[warp][2][lane] = fy, part[warp][3][lane] = fz;
+    __syncthreads();
+    if (warp == 0 && ok)
+        for (int k = 0; k < 4; ++k) {
+            double v = 0.0;
+#pragma unroll
+            for (int w = 0; w < NW; ++w) v += part[w][k][lane];
+            near[k * n + i] = v;
+        }
 }
 
 /* periodic: U_root = Lambda (W_root - Q b), charge term dropped (the cell is neutralised) */
@@ -344,7 +360,8 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     for (int l = 0; l < 11; ++l) m2l_gpu_symmetric_free(g->sym[l]);
     m2l_gpu_ops_free(&g->m2l);
     void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->xyz, g->qin, g->xw, g->key, g->key2, g->idx, g->perm,
-                    g->x, g->pk, g->cs, g->ce, g->far, g->near, g->out, g->W, g->U, g->geom, g->red, g->tmp};
+                    g->x, g->pk, g->cs, g->ce, g->chunks, g->stmp, g->far, g->near, g->out, g->W, g->U, g->geom,
+                    g->red, g->tmp};
     for (void *p : ptrs) cudaFree(p);
     if (g->s0) cudaStreamDestroy(g->s0);
     if (g->s1) cudaStreamDestroy(g->s1);
@@ -432,12 +449,17 @@ static int alloc_particles(fmm_gpu *g, long n) {
 static int alloc_tree(fmm_gpu *g, int depth) {
     const long nleaf = 1L << (3 * depth), nbox = level_offset(depth + 1);
     if (nbox <= g->cap_box) return FMM_OK;
-    cudaFree(g->W), cudaFree(g->U), cudaFree(g->cs), cudaFree(g->ce);
-    g->W = g->U = NULL, g->cs = g->ce = NULL, g->cap_box = 0;
+    cudaFree(g->W), cudaFree(g->U), cudaFree(g->cs), cudaFree(g->ce), cudaFree(g->chunks), cudaFree(g->stmp);
+    g->W = g->U = NULL, g->cs = g->ce = g->chunks = g->chunk_end = NULL, g->stmp = NULL, g->cap_box = 0;
     CU(cudaMalloc((void **)&g->W, sizeof(double) * g->nc * nbox));
     CU(cudaMalloc((void **)&g->U, sizeof(double) * g->nc * nbox));
     CU(cudaMalloc((void **)&g->cs, sizeof(int) * nleaf));
     CU(cudaMalloc((void **)&g->ce, sizeof(int) * nleaf));
+    CU(cudaMalloc((void **)&g->chunks, sizeof(int) * 2 * nleaf));
+    g->chunk_end = g->chunks + nleaf;
+    g->stmp_bytes = 0;
+    CU(cub::DeviceScan::InclusiveSum(NULL, g->stmp_bytes, g->chunks, g->chunk_end, (int)nleaf));
+    CU(cudaMalloc(&g->stmp, g->stmp_bytes));
     g->cap_box = nbox;
     return FMM_OK;
 }
@@ -468,14 +490,18 @@ template <typename R> static void launch_gather(const fmm_gpu *g, cudaStream_t s
                                                    g->z, g->q, (p2p_rec<R> *)g->pk);
 }
 
-/* small trees get more warps per leaf to fill the device (24k water: 512 leaves) */
+/* small trees get more warps per chunk to fill the device (24k water: 512 leaves); the grid is
+ * the most chunks n particles can make in nleaf leaves */
 template <typename R> static void launch_p2p(const fmm_gpu *g, double *fshift, cudaStream_t st) {
-    const unsigned nl = 1u << (3 * g->depth);
+    const long nl = 1L << (3 * g->depth);
+    const unsigned nb = (unsigned)(nl + (g->n + 31) / 32);
     const p2p_rec<R> *pk = (const p2p_rec<R> *)g->pk;
     if (g->depth <= P2P_WIDE_DEPTH)
-        k_p2p<R, 8><<<nl, 256, 0, st>>>(pk, g->cs, g->ce, g->depth, g->periodic, g->geom, g->n, g->near, fshift);
+        k_p2p<R, 8><<<nb, 256, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->depth, g->periodic, g->geom, g->n, g->near,
+                                        fshift);
     else
-        k_p2p<R, 4><<<nl, 128, 0, st>>>(pk, g->cs, g->ce, g->depth, g->periodic, g->geom, g->n, g->near, fshift);
+        k_p2p<R, 4><<<nb, 128, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->depth, g->periodic, g->geom, g->n, g->near,
+                                        fshift);
 }
 
 /* M2L on one level, and with fshift the periodic image forces of that level's V list */
@@ -511,6 +537,9 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     CU(cub::DeviceRadixSort::SortPairs(g->tmp, tb, g->key, g->key2, g->idx, g->perm, (int)n, 0, 3 * D > 0 ? 3 * D : 1,
                                        s0));
     k_ranges<<<blocks(n, 256), 256, 0, s0>>>(n, g->key2, g->cs, g->ce);
+    k_chunks<<<blocks(nleaf, 256), 256, 0, s0>>>(nleaf, g->cs, g->ce, g->chunks);
+    size_t sb = g->stmp_bytes;
+    CU(cub::DeviceScan::InclusiveSum(g->stmp, sb, g->chunks, g->chunk_end, (int)nleaf, s0));
     if (g->mixed)
         launch_gather<float>(g, s0);
     else
