@@ -48,6 +48,8 @@ struct fmm_gpu {
     void *pk;                     /* tree order: p2p_rec<float or double> (mixed or not) */
     int *cs, *ce;                 /* particles of leaf c: [cs[c], ce[c]) */
     int *chunks, *chunk_end;      /* per leaf: its 32-particle target chunks, and their inclusive sum */
+    int *chunk_leaf;              /* per chunk: its leaf */
+    long cap_chunk;
     void *stmp;                   /* the scan's temporary storage */
     size_t stmp_bytes;
     double *far, *near, *out;     /* [4][n]: phi, ex, ey, ez (tree order); out: phi[n], field[3n] caller order */
@@ -102,6 +104,12 @@ __global__ void k_chunks(long nleaf, const int *__restrict__ cs, const int *__re
     if (c < nleaf) chunks[c] = (ce[c] - cs[c] + 31) / 32;
 }
 
+__global__ void k_chunk_leaf(long nleaf, const int *__restrict__ chunk_end, int *__restrict__ chunk_leaf) {
+    long l = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (l >= nleaf) return;
+    for (int c = l ? chunk_end[l - 1] : 0; c < chunk_end[l]; ++c) chunk_leaf[c] = (int)l;
+}
+
 /* ---------------------------------------------------------------- particle records */
 
 /* P2P particle record: position relative to the centre of the particle's own leaf, and charge.
@@ -126,16 +134,18 @@ __global__ void k_gather(long n, const int *__restrict__ perm, const unsigned *_
     pk[i] = p2p_rec<R>{(R)(x[i] - ctr[0]), (R)(y[i] - ctr[1]), (R)(z[i] - ctr[2]), (R)q[i]};
 }
 
-/* One block of NW warps per chunk of 32 target particles of a leaf (chunk_end: the inclusive sum
- * of the leaves' chunk counts; blocks past the last chunk return), so that a crowded leaf (a
- * droplet in a large box) spreads over many blocks instead of looping in one. Warp w takes the
+/* One block of NW warps per chunk of 32 target particles of a leaf (chunk_leaf: the chunk's leaf;
+ * chunk_end: the inclusive sum of the leaves' chunk counts; blocks past the last chunk return),
+ * so that a crowded leaf (a droplet in a large box) spreads over many blocks instead of looping
+ * in one. Warp w takes the
  * neighbours w, w + NW, ... of the 27 (NW x more parallel work: a 24k box has only 512 leaves),
  * the warps' sums are added in a fixed order (deterministic). Virial: the total force of each
  * periodic image's sources on the cell goes to fshift[27][3]. */
 template <typename R, int NW>
 __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ pk, const int *__restrict__ cs,
                                                  const int *__restrict__ ce, const int *__restrict__ chunk_end,
-                                                 int depth, int periodic, const double *__restrict__ geom, long n,
+                                                 const int *__restrict__ chunk_leaf, int depth, int periodic,
+                                                 const double *__restrict__ geom, long n,
                                                  double *__restrict__ near, double *__restrict__ fshift) {
     __shared__ p2p_rec<R> src_all[NW][32];
     __shared__ double part[NW][4][32];
@@ -143,13 +153,7 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
     const int s = 1 << depth;
     const long nleaf = (long)s * s * s, item = blockIdx.x;
     if (item >= chunk_end[nleaf - 1]) return; /* the whole block */
-    long lo = 0, hi = nleaf - 1;              /* the first leaf whose chunks reach past item */
-    while (lo < hi) {
-        const long mid = (lo + hi) / 2;
-        if (chunk_end[mid] > item) hi = mid;
-        else lo = mid + 1;
-    }
-    const long t = lo;
+    const long t = chunk_leaf[item];
     const int tix[3] = {(int)(t % s), (int)(t / s % s), (int)(t / ((long)s * s))};
     const R h = (R)(geom[G_SIDE] / s);
     p2p_rec<R> *src = src_all[warp];
@@ -360,8 +364,8 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     for (int l = 0; l < 11; ++l) m2l_gpu_symmetric_free(g->sym[l]);
     m2l_gpu_ops_free(&g->m2l);
     void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->xyz, g->qin, g->xw, g->key, g->key2, g->idx, g->perm,
-                    g->x, g->pk, g->cs, g->ce, g->chunks, g->stmp, g->far, g->near, g->out, g->W, g->U, g->geom,
-                    g->red, g->tmp};
+                    g->x, g->pk, g->cs, g->ce, g->chunks, g->chunk_leaf, g->stmp, g->far, g->near, g->out, g->W, g->U,
+                    g->geom, g->red, g->tmp};
     for (void *p : ptrs) cudaFree(p);
     if (g->s0) cudaStreamDestroy(g->s0);
     if (g->s1) cudaStreamDestroy(g->s1);
@@ -466,6 +470,17 @@ static int alloc_tree(fmm_gpu *g, int depth) {
 
 static inline unsigned blocks(long n, int t) { return (unsigned)((n + t - 1) / t); }
 
+/* the chunk -> leaf map: at most n / 32 + 1 chunks per leaf count (ceil), nleaf + n / 32 in all */
+static int alloc_chunk_leaf(fmm_gpu *g, long n, int depth) {
+    const long need = (1L << (3 * depth)) + (n + 31) / 32;
+    if (need <= g->cap_chunk) return FMM_OK;
+    cudaFree(g->chunk_leaf);
+    g->chunk_leaf = NULL, g->cap_chunk = 0;
+    CU(cudaMalloc((void **)&g->chunk_leaf, sizeof(int) * need));
+    g->cap_chunk = need;
+    return FMM_OK;
+}
+
 static int m2l_level(fmm_gpu *g, int l, cudaStream_t st) {
     const double *W = g->W + level_offset(l) * g->nc;
     double *U = g->U + level_offset(l) * g->nc;
@@ -497,11 +512,11 @@ template <typename R> static void launch_p2p(const fmm_gpu *g, double *fshift, c
     const unsigned nb = (unsigned)(nl + (g->n + 31) / 32);
     const p2p_rec<R> *pk = (const p2p_rec<R> *)g->pk;
     if (g->depth <= P2P_WIDE_DEPTH)
-        k_p2p<R, 8><<<nb, 256, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->depth, g->periodic, g->geom, g->n, g->near,
-                                        fshift);
+        k_p2p<R, 8><<<nb, 256, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->depth, g->periodic, g->geom,
+                                        g->n, g->near, fshift);
     else
-        k_p2p<R, 4><<<nb, 128, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->depth, g->periodic, g->geom, g->n, g->near,
-                                        fshift);
+        k_p2p<R, 4><<<nb, 128, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->depth, g->periodic, g->geom,
+                                        g->n, g->near, fshift);
 }
 
 /* M2L on one level, and with fshift the periodic image forces of that level's V list */
@@ -540,6 +555,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     k_chunks<<<blocks(nleaf, 256), 256, 0, s0>>>(nleaf, g->cs, g->ce, g->chunks);
     size_t sb = g->stmp_bytes;
     CU(cub::DeviceScan::InclusiveSum(g->stmp, sb, g->chunks, g->chunk_end, (int)nleaf, s0));
+    k_chunk_leaf<<<blocks(nleaf, 256), 256, 0, s0>>>(nleaf, g->chunk_end, g->chunk_leaf);
     if (g->mixed)
         launch_gather<float>(g, s0);
     else
@@ -633,6 +649,7 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const double *xyz, const doubl
     if (depth < 0 || depth > 10) return FMM_ERR_DEPTH;
     TRY(alloc_particles(g, n));
     TRY(alloc_tree(g, depth));
+    TRY(alloc_chunk_leaf(g, n, depth));
     TRY(sym_plans(g, depth));
     const double geom[G_N] = {lo[0], lo[1], lo[2], side, (double)(1L << KEYBITS) / side};
     CU(cudaMemcpyAsync(g->geom, geom, sizeof geom, cudaMemcpyHostToDevice, g->s0));
