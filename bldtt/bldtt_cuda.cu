@@ -50,7 +50,8 @@ struct bt_dev {
     int tp_nv; /* values per target proxy allocated in tp (1 or 4) */
     void *blocks[40];
     int nblocks;
-    cudaStream_t st;
+    cudaStream_t st, st_near; /* st_near: the PP sums, beside the proxy passes on st */
+    cudaEvent_t near_done;
 };
 
 int cerr(cudaError_t e) {
@@ -269,10 +270,14 @@ __global__ void k_down_level(dtree T, const char *tneed, int first, int n1, int 
 }
 
 /* ---- D2: target leaves ---------------------------------------------------------------------- */
+/* mode LEAF_NEAR: the particle-particle sums, written to out; LEAF_FAR: the interpolated proxy
+ * potentials and the particle-cluster sums, added to out; LEAF_ALL: both, written. The near part
+ * needs only the charges, so it runs beside the upward, cluster-cluster and downward passes. */
+enum { LEAF_NEAR = 1, LEAF_FAR = 2, LEAF_ALL = 3 };
 template <int K, bool G>
 __global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char *tneed, const int *pps,
                        const int *ppl, const int *pcs, const int *pcl, const double *qs, const double *qhat,
-                       const double *tp, int n1, int np, double p, double *out, long nt) {
+                       const double *tp, int n1, int np, double p, int mode, double *out, long nt) {
     __shared__ tile t;
     int tn = leaves[blockIdx.x];
     long b0 = T.ibeg[tn], b1 = T.iend[tn];
@@ -281,7 +286,7 @@ __global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char
     bool act = i < b1;
     double tx = act ? T.x[i] : 0, ty = act ? T.y[i] : 0, tz = act ? T.z[i] : 0;
     double a = 0, gx = 0, gy = 0, gz = 0;
-    if (act && tneed[tn]) {
+    if ((mode & LEAF_FAR) && act && tneed[tn]) {
         double L1[BT_N1MAX], L2[BT_N1MAX], L3[BT_N1MAX];
         const double *c = T.cheb + (size_t)tn * 3 * n1;
         lagrange(n1, c, tx, L1);
@@ -302,7 +307,7 @@ __global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char
             }
         a = o[0], gx = o[1], gy = o[2], gz = o[3];
     }
-    for (int e = pps[tn]; e < pps[tn + 1]; ++e) {
+    for (int e = (mode & LEAF_NEAR) ? pps[tn] : 0; e < ((mode & LEAF_NEAR) ? pps[tn + 1] : 0); ++e) {
         int s = ppl[e];
         long s0 = S.ibeg[s], s1 = S.iend[s];
         for (long j0 = s0; j0 < s1; j0 += BT_TB) {
@@ -320,7 +325,7 @@ __global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char
             }
         }
     }
-    for (int e = pcs[tn]; e < pcs[tn + 1]; ++e) {
+    for (int e = (mode & LEAF_FAR) ? pcs[tn] : 0; e < ((mode & LEAF_FAR) ? pcs[tn + 1] : 0); ++e) {
         int s = pcl[e];
         for (int j0 = 0; j0 < np; j0 += BT_TB) {
             __syncthreads();
@@ -333,8 +338,13 @@ __global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char
     }
     if (act) {
         long o = T.perm[i];
-        out[o] = a;
-        if (G) out[nt + 3 * o] = gx, out[nt + 3 * o + 1] = gy, out[nt + 3 * o + 2] = gz;
+        if (mode == LEAF_FAR) {
+            out[o] += a;
+            if (G) out[nt + 3 * o] += gx, out[nt + 3 * o + 1] += gy, out[nt + 3 * o + 2] += gz;
+        } else {
+            out[o] = a;
+            if (G) out[nt + 3 * o] = gx, out[nt + 3 * o + 1] = gy, out[nt + 3 * o + 2] = gz;
+        }
     }
 }
 
@@ -375,6 +385,8 @@ void free_dev(bt_dev *d) {
     if (d->tp) cudaFree(d->tp);
     if (d->out) cudaFree(d->out);
     if (d->st) cudaStreamDestroy(d->st);
+    if (d->st_near) cudaStreamDestroy(d->st_near);
+    if (d->near_done) cudaEventDestroy(d->near_done);
     free(d);
 }
 
@@ -415,9 +427,9 @@ template <int K, bool G> struct launcher {
         k_cc<K, G><<<g, BT_TB, 0, st>>>(d->S, d->T, d->work_cc, d->lstart[BT_CC], d->lsrc[BT_CC], d->lstart[BT_CP],
                                         d->lsrc[BT_CP], d->qs, d->qhat, n1, np, p, d->tp);
     }
-    static void leaf(dim3 g, cudaStream_t st, const bt_dev *d, int n1, int np, double p, long nt) {
+    static void leaf(dim3 g, cudaStream_t st, const bt_dev *d, int n1, int np, double p, int mode, long nt) {
         k_leaf<K, G><<<g, BT_TB, 0, st>>>(d->S, d->T, d->same, d->tleaves, d->tneed, d->lstart[BT_PP], d->lsrc[BT_PP],
-                                          d->lstart[BT_PC], d->lsrc[BT_PC], d->qs, d->qhat, d->tp, n1, np, p,
+                                          d->lstart[BT_PC], d->lsrc[BT_PC], d->qs, d->qhat, d->tp, n1, np, p, mode,
                                           d->out, nt);
     }
     static void direct(dim3 g, long ns, const double *sx, const double *sy, const double *sz, const double *q,
@@ -456,6 +468,8 @@ extern "C" int bt_cuda_setpts(bldtt_plan *p) {
     if (!d) return FMM_ERR_NOMEM;
     p->cuda = d;
     int rc = cerr(cudaStreamCreateWithFlags(&d->st, cudaStreamNonBlocking));
+    if (!rc) rc = cerr(cudaStreamCreateWithFlags(&d->st_near, cudaStreamNonBlocking));
+    if (!rc) rc = cerr(cudaEventCreateWithFlags(&d->near_done, cudaEventDisableTiming));
     if (!rc) rc = cerr(cudaMemcpyToSymbol(c_w, p->w, sizeof(double) * p->n1));
     if (!rc) rc = upload_tree(d, &p->src, p->n1, &d->S);
     d->same = p->same;
@@ -525,6 +539,17 @@ extern "C" int bt_cuda_execute(bldtt_plan *p, const double *qs, double *out, int
     int need_up = p->lists[BT_PC].count + p->lists[BT_CC].count > 0;
     int need_down = p->lists[BT_CP].count + p->lists[BT_CC].count > 0;
     size_t shM = sizeof(double) * 3 * n1 * n1;
+    /* with far-field work, the near sums run on st_near from the charges' arrival on */
+    const int split = d->ntleaves && (need_up || need_down);
+    if (split) {
+        dim3 g(d->ntleaves, (d->max_tleaf + BT_TB - 1) / BT_TB);
+        rc = cerr(cudaEventRecord(d->near_done, st));
+        if (!rc) rc = cerr(cudaStreamWaitEvent(d->st_near, d->near_done, 0));
+        if (rc) return rc;
+        BT_DISPATCH(K, grad, leaf(g, d->st_near, d, n1, np, prm, LEAF_NEAR, nt));
+        rc = cerr(cudaEventRecord(d->near_done, d->st_near));
+        if (rc) return rc;
+    }
     if (need_up) {
         size_t sh1 = sizeof(double) * (3 * U1_TILE * n1 + U1_TILE);
         if (d->nsleaves) k_up_leaf<<<d->nsleaves, BT_TB, sh1, st>>>(d->S, d->sleaves, d->qs, n1, np, d->qhat);
@@ -545,7 +570,9 @@ extern "C" int bt_cuda_execute(bldtt_plan *p, const double *qs, double *out, int
     }
     if (d->ntleaves) {
         dim3 g(d->ntleaves, (d->max_tleaf + BT_TB - 1) / BT_TB);
-        BT_DISPATCH(K, grad, leaf(g, st, d, n1, np, prm, nt));
+        if (split) rc = cerr(cudaStreamWaitEvent(st, d->near_done, 0));
+        if (rc) return rc;
+        BT_DISPATCH(K, grad, leaf(g, st, d, n1, np, prm, split ? LEAF_FAR : LEAF_ALL, nt));
     }
     rc = cerr(cudaGetLastError());
     if (!rc) rc = cerr(cudaMemcpyAsync(out, d->out, sizeof(double) * nt * (grad ? 4 : 1), cudaMemcpyDeviceToHost, st));
