@@ -2,6 +2,7 @@
 #include "fmm/fmm_cuda.h"
 
 #include <cub/cub.cuh>
+#include <thrust/iterator/transform_iterator.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,12 +43,15 @@ struct fmm_gpu {
     double *m2mT, *l2lT; /* [8 octants][nc in][nc out] */
     double *lattice, *bg;
     double *xyz, *qin, *xw;       /* caller order: input positions, charges, wrapped positions */
-    unsigned *key, *key2;
-    int *idx, *perm;              /* tree position -> caller index */
+    unsigned *key;                /* caller order: leaf of each particle */
+    int *rank;                    /* caller order: its slot within the leaf */
+    int *perm;                    /* tree position -> caller index */
     double *x, *y, *z, *q;        /* tree order */
     void *pk;                     /* tree order: p2p_rec<float or double> (mixed or not) */
     int *cs, *ce;                 /* particles of leaf c: [cs[c], ce[c]) */
-    int *chunks, *chunk_end;      /* per leaf: its 32-particle target chunks, and their inclusive sum */
+    int *cnt;                     /* per leaf: particles (the binning's counters) */
+    int2 *lsum;                   /* per leaf: inclusive sums of (particles, 32-target chunks) */
+    int *chunk_end;               /* per leaf: lsum.y */
     int *chunk_leaf;              /* per chunk: its leaf */
     long cap_chunk;
     void *stmp;                   /* the scan's temporary storage */
@@ -56,10 +60,9 @@ struct fmm_gpu {
     double *W, *U;                /* all levels, level l at box offset (8^l - 1)/7 */
     long nbox, cap_box;
     double *geom, *red;
-    void *tmp;
-    size_t tmp_bytes;
     cudaStream_t s0, s1, s2;
-    cudaEvent_t fork, join, fork2, join2, t0, t1;
+    cudaStream_t sl[11];     /* per coarse level: the stream its M2L forks from, so the levels run side by side */
+    cudaEvent_t fork, join, fork2, join2, t0, t1, forkl, joinl[11];
     cudaGraphExec_t exec[2]; /* [virial]: plain, and gathering the periodic image forces */
     int graph_n[2], graph_depth[2];
 };
@@ -68,8 +71,14 @@ static inline long level_offset(int l) { return ((1L << (3 * l)) - 1) / 7; }
 
 /* ---------------------------------------------------------------- binning */
 
+/* Binning is a counting sort: each particle takes the next slot of its leaf's counter, one scan
+ * of the counts gives the leaves' ranges, and the particles are written to their slots. It
+ * replaced a radix sort, a range search, a chunk count and a second scan (15 graph nodes, 0.1 ms
+ * at 96k particles, mostly launch gaps). The order within a leaf follows the atomics, so it can
+ * change between runs: sums over a leaf change in their last bits (float near field: 1e-7). */
 __global__ void k_bin(long n, const double *__restrict__ xyz, const double *__restrict__ geom, int periodic, int depth,
-                      double *__restrict__ xw, unsigned *__restrict__ key, int *__restrict__ idx) {
+                      double *__restrict__ xw, unsigned *__restrict__ key, int *__restrict__ cnt,
+                      int *__restrict__ rank) {
     long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const double L = geom[G_SIDE], scale = geom[G_SCALE];
@@ -86,29 +95,19 @@ __global__ void k_bin(long n, const double *__restrict__ xyz, const double *__re
         u = u < 0 ? 0 : (u > top ? top : u);
         c[d] = (unsigned)(u >> (KEYBITS - depth));
     }
-    const unsigned s = 1u << depth;
-    key[i] = c[0] + s * (c[1] + s * c[2]);
-    idx[i] = (int)i;
+    const unsigned s = 1u << depth, k = c[0] + s * (c[1] + s * c[2]);
+    key[i] = k;
+    rank[i] = atomicAdd(cnt + k, 1);
 }
 
-__global__ void k_ranges(long n, const unsigned *__restrict__ key, int *__restrict__ cs, int *__restrict__ ce) {
-    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const unsigned k = key[i];
-    if (i == 0 || key[i - 1] != k) cs[k] = (int)i;
-    if (i == n - 1 || key[i + 1] != k) ce[k] = (int)i + 1;
-}
-
-__global__ void k_chunks(long nleaf, const int *__restrict__ cs, const int *__restrict__ ce, int *__restrict__ chunks) {
-    long c = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < nleaf) chunks[c] = (ce[c] - cs[c] + 31) / 32;
-}
-
-__global__ void k_chunk_leaf(long nleaf, const int *__restrict__ chunk_end, int *__restrict__ chunk_leaf) {
-    long l = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (l >= nleaf) return;
-    for (int c = l ? chunk_end[l - 1] : 0; c < chunk_end[l]; ++c) chunk_leaf[c] = (int)l;
-}
+/* a leaf's particles and 32-target chunks, the summands of the leaves' scan */
+struct leaf_counts {
+    __host__ __device__ int2 operator()(int c) const { return make_int2(c, (c + 31) / 32); }
+};
+struct int2_sum {
+    __host__ __device__ int2 operator()(int2 a, int2 b) const { return make_int2(a.x + b.x, a.y + b.y); }
+};
+typedef thrust::transform_iterator<leaf_counts, const int *> leaf_count_iter;
 
 /* ---------------------------------------------------------------- particle records */
 
@@ -120,18 +119,32 @@ template <typename R> struct alignas(4 * sizeof(R)) p2p_rec {
     R x, y, z, q;
 };
 
+/* Thread i < n writes particle i to its slot in tree order; thread i < nleaf writes leaf i's
+ * range, its chunks' end, and its chunks into the chunk -> leaf map. */
 template <typename R>
-__global__ void k_gather(long n, const int *__restrict__ perm, const unsigned *__restrict__ key, int depth,
-                         const double *__restrict__ geom, const double *__restrict__ xw,
-                         const double *__restrict__ qin, double *__restrict__ x, double *__restrict__ y,
-                         double *__restrict__ z, double *__restrict__ q, p2p_rec<R> *__restrict__ pk) {
-    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const long j = perm[i];
-    x[i] = xw[3 * j], y[i] = xw[3 * j + 1], z[i] = xw[3 * j + 2], q[i] = qin[j];
-    double ctr[3], h;
-    leaf_centre(key[i], depth, geom, ctr, &h);
-    pk[i] = p2p_rec<R>{(R)(x[i] - ctr[0]), (R)(y[i] - ctr[1]), (R)(z[i] - ctr[2]), (R)q[i]};
+__global__ void k_place(long n, long nleaf, int depth, const unsigned *__restrict__ key, const int *__restrict__ rank,
+                        const int *__restrict__ cnt, const int2 *__restrict__ lsum, const double *__restrict__ geom,
+                        const double *__restrict__ xw, const double *__restrict__ qin, int *__restrict__ perm,
+                        double *__restrict__ x, double *__restrict__ y, double *__restrict__ z,
+                        double *__restrict__ q, p2p_rec<R> *__restrict__ pk, int *__restrict__ cs,
+                        int *__restrict__ ce, int *__restrict__ chunk_end, int *__restrict__ chunk_leaf) {
+    const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        const unsigned k = key[i];
+        const long at = lsum[k].x - cnt[k] + rank[i];
+        const double xi = xw[3 * i], yi = xw[3 * i + 1], zi = xw[3 * i + 2], qi = qin[i];
+        perm[at] = (int)i;
+        x[at] = xi, y[at] = yi, z[at] = zi, q[at] = qi;
+        double ctr[3], h;
+        leaf_centre(k, depth, geom, ctr, &h);
+        pk[at] = p2p_rec<R>{(R)(xi - ctr[0]), (R)(yi - ctr[1]), (R)(zi - ctr[2]), (R)qi};
+    }
+    if (i < nleaf) {
+        const int2 s = lsum[i];
+        const int c = cnt[i];
+        cs[i] = s.x - c, ce[i] = s.x, chunk_end[i] = s.y;
+        for (int ch = s.y - (c + 31) / 32; ch < s.y; ++ch) chunk_leaf[ch] = (int)i;
+    }
 }
 
 /* One block of NW warps per chunk of 32 target particles of a leaf (chunk_leaf: the chunk's leaf;
@@ -363,9 +376,9 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
         if (g->exec[v]) cudaGraphExecDestroy(g->exec[v]);
     for (int l = 0; l < 11; ++l) m2l_gpu_symmetric_free(g->sym[l]);
     m2l_gpu_ops_free(&g->m2l);
-    void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->xyz, g->qin, g->xw, g->key, g->key2, g->idx, g->perm,
-                    g->x, g->pk, g->cs, g->ce, g->chunks, g->chunk_leaf, g->stmp, g->far, g->near, g->out, g->W, g->U,
-                    g->geom, g->red, g->tmp};
+    void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->xyz, g->qin, g->xw, g->key, g->rank, g->perm,
+                    g->x, g->pk, g->cs, g->ce, g->cnt, g->lsum, g->chunk_end, g->chunk_leaf, g->stmp, g->far,
+                    g->near, g->out, g->W, g->U, g->geom, g->red};
     for (void *p : ptrs) cudaFree(p);
     if (g->s0) cudaStreamDestroy(g->s0);
     if (g->s1) cudaStreamDestroy(g->s1);
@@ -376,6 +389,11 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     if (g->join2) cudaEventDestroy(g->join2);
     if (g->t0) cudaEventDestroy(g->t0);
     if (g->t1) cudaEventDestroy(g->t1);
+    if (g->forkl) cudaEventDestroy(g->forkl);
+    for (int l = 0; l < 11; ++l) {
+        if (g->sl[l]) cudaStreamDestroy(g->sl[l]);
+        if (g->joinl[l]) cudaEventDestroy(g->joinl[l]);
+    }
     free(g);
 }
 
@@ -400,6 +418,11 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     CU(cudaEventCreateWithFlags(&g->join2, cudaEventDisableTiming));
     CU(cudaEventCreate(&g->t0));
     CU(cudaEventCreate(&g->t1));
+    CU(cudaEventCreateWithFlags(&g->forkl, cudaEventDisableTiming));
+    for (int l = 0; l < 11; ++l) {
+        CU(cudaStreamCreateWithFlags(&g->sl[l], cudaStreamNonBlocking));
+        CU(cudaEventCreateWithFlags(&g->joinl[l], cudaEventDisableTiming));
+    }
     /* shared-memory opt-ins of this order's kernels, outside any capture */
     order_kernels K = order_table(p);
     CU(cudaFuncSetAttribute((const void *)K.m2m, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -425,17 +448,16 @@ extern "C" int fmm_gpu_create(const fmm_gpu_setup *s, fmm_gpu **out) {
 
 static int alloc_particles(fmm_gpu *g, long n) {
     if (n <= g->cap) return FMM_OK;
-    void *ptrs[] = {g->xyz, g->qin, g->xw, g->key, g->key2, g->idx, g->perm, g->x, g->pk, g->far, g->near, g->out, g->tmp};
+    void *ptrs[] = {g->xyz, g->qin, g->xw, g->key, g->rank, g->perm, g->x, g->pk, g->far, g->near, g->out};
     for (void *p : ptrs) cudaFree(p);
     g->xyz = g->qin = g->xw = g->x = g->far = g->near = g->out = NULL;
-    g->key = g->key2 = NULL, g->idx = g->perm = NULL, g->pk = g->tmp = NULL;
+    g->key = NULL, g->rank = g->perm = NULL, g->pk = NULL;
     g->cap = 0;
     CU(cudaMalloc((void **)&g->xyz, sizeof(double) * 3 * n));
     CU(cudaMalloc((void **)&g->qin, sizeof(double) * n));
     CU(cudaMalloc((void **)&g->xw, sizeof(double) * 3 * n));
     CU(cudaMalloc((void **)&g->key, sizeof(unsigned) * n));
-    CU(cudaMalloc((void **)&g->key2, sizeof(unsigned) * n));
-    CU(cudaMalloc((void **)&g->idx, sizeof(int) * n));
+    CU(cudaMalloc((void **)&g->rank, sizeof(int) * n));
     CU(cudaMalloc((void **)&g->perm, sizeof(int) * n));
     CU(cudaMalloc((void **)&g->x, sizeof(double) * 4 * n));
     g->y = g->x + n, g->z = g->x + 2 * n, g->q = g->x + 3 * n;
@@ -443,9 +465,6 @@ static int alloc_particles(fmm_gpu *g, long n) {
     CU(cudaMalloc((void **)&g->far, sizeof(double) * 4 * n));
     CU(cudaMalloc((void **)&g->near, sizeof(double) * 4 * n));
     CU(cudaMalloc((void **)&g->out, sizeof(double) * 4 * n));
-    g->tmp_bytes = 0;
-    CU(cub::DeviceRadixSort::SortPairs(NULL, g->tmp_bytes, g->key, g->key2, g->idx, g->perm, (int)n, 0, 3 * 8));
-    CU(cudaMalloc(&g->tmp, g->tmp_bytes));
     g->cap = n;
     return FMM_OK;
 }
@@ -453,16 +472,19 @@ static int alloc_particles(fmm_gpu *g, long n) {
 static int alloc_tree(fmm_gpu *g, int depth) {
     const long nleaf = 1L << (3 * depth), nbox = level_offset(depth + 1);
     if (nbox <= g->cap_box) return FMM_OK;
-    cudaFree(g->W), cudaFree(g->U), cudaFree(g->cs), cudaFree(g->ce), cudaFree(g->chunks), cudaFree(g->stmp);
-    g->W = g->U = NULL, g->cs = g->ce = g->chunks = g->chunk_end = NULL, g->stmp = NULL, g->cap_box = 0;
+    void *ptrs[] = {g->W, g->U, g->cs, g->ce, g->cnt, g->lsum, g->chunk_end, g->stmp};
+    for (void *p : ptrs) cudaFree(p);
+    g->W = g->U = NULL, g->cs = g->ce = g->cnt = g->chunk_end = NULL, g->lsum = NULL, g->stmp = NULL, g->cap_box = 0;
     CU(cudaMalloc((void **)&g->W, sizeof(double) * g->nc * nbox));
     CU(cudaMalloc((void **)&g->U, sizeof(double) * g->nc * nbox));
     CU(cudaMalloc((void **)&g->cs, sizeof(int) * nleaf));
     CU(cudaMalloc((void **)&g->ce, sizeof(int) * nleaf));
-    CU(cudaMalloc((void **)&g->chunks, sizeof(int) * 2 * nleaf));
-    g->chunk_end = g->chunks + nleaf;
+    CU(cudaMalloc((void **)&g->cnt, sizeof(int) * nleaf));
+    CU(cudaMalloc((void **)&g->lsum, sizeof(int2) * nleaf));
+    CU(cudaMalloc((void **)&g->chunk_end, sizeof(int) * nleaf));
     g->stmp_bytes = 0;
-    CU(cub::DeviceScan::InclusiveSum(NULL, g->stmp_bytes, g->chunks, g->chunk_end, (int)nleaf));
+    CU(cub::DeviceScan::InclusiveScan(NULL, g->stmp_bytes, leaf_count_iter(g->cnt, leaf_counts()), g->lsum, int2_sum(),
+                                      (int)nleaf));
     CU(cudaMalloc(&g->stmp, g->stmp_bytes));
     g->cap_box = nbox;
     return FMM_OK;
@@ -500,9 +522,11 @@ static int sym_plans(fmm_gpu *g, int depth) {
     return FMM_OK;
 }
 
-template <typename R> static void launch_gather(const fmm_gpu *g, cudaStream_t st) {
-    k_gather<R><<<blocks(g->n, 256), 256, 0, st>>>(g->n, g->perm, g->key2, g->depth, g->geom, g->xw, g->qin, g->x, g->y,
-                                                   g->z, g->q, (p2p_rec<R> *)g->pk);
+template <typename R> static void launch_place(const fmm_gpu *g, cudaStream_t st) {
+    const long nleaf = 1L << (3 * g->depth);
+    k_place<R><<<blocks(g->n > nleaf ? g->n : nleaf, 256), 256, 0, st>>>(
+        g->n, nleaf, g->depth, g->key, g->rank, g->cnt, g->lsum, g->geom, g->xw, g->qin, g->perm, g->x, g->y, g->z,
+        g->q, (p2p_rec<R> *)g->pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf);
 }
 
 /* small trees get more warps per chunk to fill the device (24k water: 512 leaves); the grid is
@@ -545,21 +569,15 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     order_kernels K = order_table(g->p);
     MARK(0);
     CU(cudaMemsetAsync(g->red, 0, sizeof(double) * RED_N, s0));
-    CU(cudaMemsetAsync(g->cs, 0, sizeof(int) * nleaf, s0));
-    CU(cudaMemsetAsync(g->ce, 0, sizeof(int) * nleaf, s0));
-    k_bin<<<blocks(n, 256), 256, 0, s0>>>(n, g->xyz, g->geom, g->periodic, D, g->xw, g->key, g->idx);
-    size_t tb = g->tmp_bytes;
-    CU(cub::DeviceRadixSort::SortPairs(g->tmp, tb, g->key, g->key2, g->idx, g->perm, (int)n, 0, 3 * D > 0 ? 3 * D : 1,
-                                       s0));
-    k_ranges<<<blocks(n, 256), 256, 0, s0>>>(n, g->key2, g->cs, g->ce);
-    k_chunks<<<blocks(nleaf, 256), 256, 0, s0>>>(nleaf, g->cs, g->ce, g->chunks);
+    CU(cudaMemsetAsync(g->cnt, 0, sizeof(int) * nleaf, s0));
+    k_bin<<<blocks(n, 256), 256, 0, s0>>>(n, g->xyz, g->geom, g->periodic, D, g->xw, g->key, g->cnt, g->rank);
     size_t sb = g->stmp_bytes;
-    CU(cub::DeviceScan::InclusiveSum(g->stmp, sb, g->chunks, g->chunk_end, (int)nleaf, s0));
-    k_chunk_leaf<<<blocks(nleaf, 256), 256, 0, s0>>>(nleaf, g->chunk_end, g->chunk_leaf);
+    CU(cub::DeviceScan::InclusiveScan(g->stmp, sb, leaf_count_iter(g->cnt, leaf_counts()), g->lsum, int2_sum(),
+                                      (int)nleaf, s0));
     if (g->mixed)
-        launch_gather<float>(g, s0);
+        launch_place<float>(g, s0);
     else
-        launch_gather<double>(g, s0);
+        launch_place<double>(g, s0);
     CU(cudaGetLastError());
     MARK(1);
     /* near field on s1 */
@@ -590,14 +608,22 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
             g->m2mT, l, g->W + level_offset(l + 1) * nc, g->W + level_offset(l) * nc);
     CU(cudaGetLastError());
     MARK(4);
-    if (g->periodic) {
-        k_lattice<<<1, 256, 0, s0>>>(nc, g->lattice, g->bg, g->W, g->U);
-        for (int l = 1; l <= D - split; ++l) TRY(m2l_and_images(g, l, fshift, s0));
-    } else {
-        /* levels 0 and 1 have no well-separated boxes */
-        CU(cudaMemsetAsync(g->U, 0, sizeof(double) * nc * level_offset(D < 1 ? 1 : 2), s0));
-        for (int l = 2; l <= D - split; ++l) TRY(m2l_and_images(g, l, fshift, s0));
+    /* the coarse levels' M2L read W and write U of their own level only: side by side, each
+     * forking its sign-group kernels from its own stream (one after another they were a chain of
+     * latency-bound launches, ~20 us per level) */
+    const int l1 = g->periodic ? 1 : 2;
+    if (!ev) CU(cudaEventRecord(g->forkl, s0));
+    for (int l = l1; l <= D - split; ++l) {
+        cudaStream_t sl = ev ? s0 : g->sl[l];
+        if (!ev) CU(cudaStreamWaitEvent(sl, g->forkl, 0));
+        TRY(m2l_and_images(g, l, fshift, sl));
+        if (!ev) CU(cudaEventRecord(g->joinl[l], sl));
     }
+    if (g->periodic)
+        k_lattice<<<1, 256, 0, s0>>>(nc, g->lattice, g->bg, g->W, g->U);
+    else /* levels 0 and 1 have no well-separated boxes */
+        CU(cudaMemsetAsync(g->U, 0, sizeof(double) * nc * level_offset(D < 1 ? 1 : 2), s0));
+    for (int l = l1; l <= D - split && !ev; ++l) CU(cudaStreamWaitEvent(s0, g->joinl[l], 0));
     MARK(5);
     for (int l = 0; l < D; ++l) {
         if (split && l == D - 1) CU(cudaStreamWaitEvent(s0, g->join2, 0));
