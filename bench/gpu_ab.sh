@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# bench/gpu_ab.sh BASE [ROUNDS] - the CUDA FMM of the working tree against commit BASE, in one
-# device call: both are built (BASE from `git archive`, without tests) and timed on the same
-# machine, alternately, so that a change is measured against its parent and not against a
-# results file of another machine or day. Rows go to $OUT/ab.csv (fmm-gpu-bench's columns plus
-# "build" = base | work); a summary of the medians to stdout.
+# bench/gpu_ab.sh BASE [ROUNDS] - the CUDA FMM of the working tree against BASE, in one device
+# call: both are built (BASE without tests) and timed on the same machine, alternately, so that a
+# change is measured against its parent and not against a results file of another machine or day.
+# BASE: a commit the device copy's .git has, or a tar file of a source tree (`git archive -o
+# build-ab/base.tar HEAD`, carried: the device copy's .git can lag behind the working tree).
+# Rows go to $OUT/ab.csv (fmm-gpu-bench's columns plus "build" = base | work); a summary of the
+# medians to stdout. With M2L_ARGS (m2l-bench options, e.g. "--orders 7 --depths 4,5 --variants
+# symfloat"), m2l-bench runs for both builds too: $OUT/ab_m2l_{base,work}.csv.
 #
 # Systems: SPC/E water 24k (tracked) and, when present, systems/water/build/tile_nx16.xyzq (100k)
 # and tile_nx14.xyzq (1M); p 7 in mixed and double precision, the automatic depth; no CPU run and
@@ -16,12 +19,21 @@ OUT=${OUT:-/tmp/fmm-gpu-out}
 mkdir -p "$OUT"
 BB=/tmp/fmm-ab-base
 rm -rf $BB && mkdir -p $BB
-git archive "$BASE" | tar -x -C $BB || exit 1
+if [ -f "$BASE" ]; then tar -xf "$BASE" -C $BB; else git archive "$BASE" | tar -x -C $BB; fi || exit 1
 (cmake -S $BB -B $BB/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFMM_TESTS=OFF > "$OUT/ab_base_build.log" 2>&1 &&
-    cmake --build $BB/build -j 8 --target fmm-gpu-bench >> "$OUT/ab_base_build.log" 2>&1) &
+    cmake --build $BB/build -j 8 --target fmm-gpu-bench m2l-bench >> "$OUT/ab_base_build.log" 2>&1) &
 basepid=$!
 [ -x build-gpu/bin/fmm-gpu-bench ] || bash bench/gpu.sh build || exit 1
 wait $basepid || { tail -30 "$OUT/ab_base_build.log"; exit 1; }
+
+if [ -n "${M2L_ARGS:-}" ]; then
+    for b in base work; do
+        bin=build-gpu/bin/m2l-bench
+        [ $b = base ] && bin=$BB/build/bin/m2l-bench
+        echo "m2l-bench $b" >&2
+        $bin $M2L_ARGS --csv "$OUT/ab_m2l_$b.csv" | sed "s/^/$b /"
+    done
+fi
 
 F="$OUT/ab.csv"
 echo "build,$(build-gpu/bin/fmm-gpu-bench --header)" > "$F"
