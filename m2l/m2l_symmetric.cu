@@ -315,9 +315,15 @@ done:
 
 /* blocks per SM the register allocation must allow: 2 caps the kernels at 128 registers (a few
  * spill up to ~100 bytes, in exchange for one block's staging overlapping the other's products);
- * 1 lets them use ~150 registers without spills. Build with -DM2L_SYM_MINBLOCKS=1 to compare. */
+ * 1 lets them use ~150 registers without spills. Build with -DM2L_SYM_MINBLOCKS=1 to compare.
+ * The float kernels (mixed precision) are compiled for 3 blocks (80 registers, spills of 0-28
+ * bytes): H100, p 7, depth 5 1.69 -> 1.58 ms, p 10..16 depth 5 11-16% faster, depth 4 within
+ * -5..+4%; whole FMM 96k 0.556 -> 0.545 ms, 1M 3.92 -> 3.82 (M2L_SYM_MINBLOCKS_FLOAT). */
 #ifndef M2L_SYM_MINBLOCKS
 #define M2L_SYM_MINBLOCKS 2
+#endif
+#ifndef M2L_SYM_MINBLOCKS_FLOAT
+#define M2L_SYM_MINBLOCKS_FLOAT 3
 #endif
 
 template <typename R> struct sym_vec2;
@@ -327,7 +333,7 @@ __device__ inline double sym_fma(double a, double b, double c) { return fma(a, b
 __device__ inline float sym_fma(float a, float b, float c) { return fmaf(a, b, c); }
 
 template <int P, int B, typename R>
-__global__ void __launch_bounds__(256, M2L_SYM_MINBLOCKS) k_m2l_sym(const double *__restrict__ cls, const double *__restrict__ sign,
+__global__ void __launch_bounds__(256, sizeof(R) == 4 ? M2L_SYM_MINBLOCKS_FLOAT : M2L_SYM_MINBLOCKS) k_m2l_sym(const double *__restrict__ cls, const double *__restrict__ sign,
                                                  const int *__restrict__ info, const short *__restrict__ rows,
                                                  const unsigned char *__restrict__ kap, const int *__restrict__ srcl,
                                                  int A, int qbase, int rstride, int level, long ntp, int csplit,
