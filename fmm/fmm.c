@@ -11,6 +11,7 @@
 #include "core/p2p.h"
 #include "core/panel.h"
 #include "fmm/accuracy.h"
+#include "fmm/exclusions.h"
 #include "fmm/fmm_cuda.h"
 #include "m2l/m2l_cpu.h"
 #include "m2l/operators.h"
@@ -37,6 +38,10 @@ struct fmm_plan {
     octree tree;
     double *W, *U;                 /* [nbox][npad] scaled multipoles and locals */
     double *q, *phi, *ex, *ey, *ez; /* particles in tree order */
+    excl_list excl;                 /* fmm_set_exclusions */
+    double *qkeep;                  /* CPU: the last execute's charges (caller order), for q = NULL */
+    long q_n;                       /* how many charges are kept (0: none) */
+    int q_charged;                  /* and whether they carry a net charge */
     fmm_gpu *gpu;                   /* device = CUDA: the whole evaluation runs there */
     long gpu_n;
     int gpu_depth;
@@ -88,6 +93,8 @@ static void free_points(fmm_plan *P) {
 void fmm_destroy(fmm_plan *P) {
     if (!P) return;
     free_points(P);
+    excl_free(&P->excl);
+    free(P->qkeep);
 #ifdef FMM_HAVE_CUDA
     fmm_gpu_destroy(P->gpu);
 #endif
@@ -229,6 +236,7 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
         int depth = P->opts.depth >= 0 ? P->opts.depth : fmm_gpu_auto_depth(n, P->p);
         int rc = fmm_gpu_setpts(P->gpu, n, xyz, lo, side, depth);
         P->have_pts = rc == FMM_OK;
+        if (rc || n != P->q_n) P->q_n = 0; /* the device's copy of the charges is gone */
         if (rc) return rc;
         P->gpu_n = n, P->gpu_depth = depth, P->gpu_side = side;
         memcpy(P->gpu_lo, lo, sizeof P->gpu_lo);
@@ -263,6 +271,7 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
         return FMM_ERR_NOMEM;
     }
     free_points(P);
+    if (n != P->q_n) P->q_n = 0;
     P->tree = t;
     P->W = W, P->U = U, P->q = q;
     P->phi = q + n, P->ex = q + 2 * n, P->ey = q + 3 * n, P->ez = q + 4 * n;
@@ -612,18 +621,46 @@ static void periodic_virial_cpu(const fmm_plan *P, double *Wout) {
                     P->fshift, D, S2, Wout);
 }
 
+int fmm_set_exclusions(fmm_plan *P, long npairs, const int *pairs) {
+    if (!P) return FMM_ERR_ARG;
+    excl_list e = {0, 0, NULL, NULL};
+    int rc = excl_build(npairs, pairs, &e);
+    if (rc) return rc;
+#ifdef FMM_HAVE_CUDA
+    if (P->gpu) rc = fmm_gpu_set_exclusions(P->gpu, e.natoms, e.npairs, e.start, e.partner);
+    if (rc) {
+        excl_free(&e);
+        return rc;
+    }
+#endif
+    excl_free(&P->excl);
+    P->excl = e;
+    return FMM_OK;
+}
+
+/* net-charge flag of q, or -1 if a charge is not finite */
+static int charge_check(long n, const double *q, int threads) {
+    double Q = 0, Qabs = 0;
+    int bad = 0;
+#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) if (n > 50000) \
+    reduction(+ : Q, Qabs) reduction(| : bad)
+    for (long i = 0; i < n; ++i) {
+        bad |= !isfinite(q[i]);
+        Q += q[i], Qabs += fabs(q[i]);
+    }
+    return bad ? -1 : PBC_CHARGED(Q, Qabs);
+}
+
 int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy,
                 double *virial) {
-    if (!P || !q) return FMM_ERR_ARG;
+    if (!P) return FMM_ERR_ARG;
     if (!P->have_pts) return FMM_ERR_NOPTS;
     const octree *t = &P->tree;
     const long n = P->gpu ? P->gpu_n : t->n;
-    double Q = 0, Qabs = 0;
-    for (long i = 0; i < n; ++i) {
-        if (!isfinite(q[i])) return FMM_ERR_NONFINITE;
-        Q += q[i], Qabs += fabs(q[i]);
-    }
-    const int charged = PBC_CHARGED(Q, Qabs);
+    if (!q && !P->q_n) return FMM_ERR_ARG;
+    if (P->excl.natoms > n) return FMM_ERR_NPTS;
+    const int charged = q ? charge_check(n, q, P->opts.threads) : P->q_charged;
+    if (charged < 0) return FMM_ERR_NONFINITE;
     /* vacuum (dipole) boundary diverges for a charged cell */
     if (P->opts.periodic && P->opts.boundary == FMM_BOUNDARY_VACUUM && charged) return FMM_ERR_BOUNDARY;
     P->virial = virial && P->opts.periodic;
@@ -639,22 +676,41 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     }
 #ifdef FMM_HAVE_CUDA
     if (P->gpu) {
-        if (!P->virial) return fmm_gpu_execute(P->gpu, q, phi, field, energy, virial, NULL);
-        fmm_gpu_virial_parts vp;
-        vp.wroot = malloc(sizeof(double) * P->ncoef);
-        if (!vp.wroot) return FMM_ERR_NOMEM;
-        int rc = fmm_gpu_execute(P->gpu, q, phi, field, energy, NULL, &vp);
-        if (rc == FMM_OK) periodic_virial(P->p, P->gpu_side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, vp.wroot, P->vtab,
-                            P->far_c0, vp.fy, vp.fshift, vp.dip, vp.s2, virial);
-        free(vp.wroot);
+        int rc;
+        if (!P->virial) {
+            rc = fmm_gpu_execute(P->gpu, q, phi, field, energy, virial, NULL);
+        } else {
+            fmm_gpu_virial_parts vp;
+            vp.wroot = malloc(sizeof(double) * P->ncoef);
+            if (!vp.wroot) return FMM_ERR_NOMEM;
+            rc = fmm_gpu_execute(P->gpu, q, phi, field, energy, NULL, &vp);
+            if (rc == FMM_OK) {
+                periodic_virial(P->p, P->gpu_side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, vp.wroot, P->vtab,
+                                P->far_c0, vp.fy, vp.fshift, vp.dip, vp.s2, virial);
+                for (int k = 0; k < 9; ++k) virial[k] -= vp.xvir[k];
+            }
+            free(vp.wroot);
+        }
+        if (rc == FMM_OK && q) P->q_n = n, P->q_charged = charged;
         return rc;
     }
 #endif
+    if (q && P->q_n < n) { /* room to keep these charges for a later q = NULL */
+        double *k = realloc(P->qkeep, sizeof(double) * (size_t)n);
+        if (!k) return FMM_ERR_NOMEM;
+        P->qkeep = k;
+    }
+    int *iperm = NULL; /* caller index -> tree position, for the exclusions */
+    if (P->excl.npairs > 0 && !(iperm = malloc(sizeof(int) * (size_t)n))) return FMM_ERR_NOMEM;
+    const double *qc = q ? q : P->qkeep;
     memset(P->fshift, 0, sizeof P->fshift);
     int saved = omp_get_max_threads();
     if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; ++i) P->q[i] = q[t->perm[i]];
+    for (long i = 0; i < n; ++i) {
+        P->q[i] = qc[t->perm[i]];
+        if (iperm) iperm[t->perm[i]] = (int)i;
+    }
     int rc = upward(P);
     if (rc == FMM_OK) rc = interactions(P);
     if (rc == FMM_OK) rc = downward(P);
@@ -684,7 +740,14 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
             for (int a = 0; a < 3; ++a)
                 for (int b = 0; b < 3; ++b) virial[3 * a + b] = 0.5 * (Wv[3 * a + b] + Wv[3 * b + a]);
         }
+        excl_apply(&P->excl, t->x, t->y, t->z, P->q, iperm, t->periodic ? t->side : 0.0, P->opts.threads, phi,
+                   field, energy, virial);
+        if (q) {
+            memcpy(P->qkeep, q, sizeof(double) * (size_t)n);
+            P->q_n = n, P->q_charged = charged;
+        }
     }
+    free(iperm);
     if (P->opts.threads > 0) omp_set_num_threads(saved);
     return rc;
 }

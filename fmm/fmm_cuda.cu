@@ -9,6 +9,7 @@
 
 #include "core/harmonics.h"
 #include "fmm.h"
+#include "fmm/exclusions.h"
 #include "fmm/fmm_cuda_orders.cuh"
 #include "m2l/m2l_gpu.h"
 #include "pbc/lattice.h"
@@ -32,7 +33,7 @@
  * 1M 5.33 / 5.26 / 5.18 / 5.12 (bench/results/fmm_gpu_h100.md). */
 #define P2P_WIDE_DEPTH 3 /* P2P with 8 warps per leaf up to this depth, 4 below */
 #define KEYBITS 20 /* the CPU octree's integer grid (core/octree.c): 2^20 cells per axis */
-enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_QABS = 96, RED_N = 97 };
+enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_QABS = 96, RED_XVIR = 97, RED_N = 106 };
 
 struct fmm_gpu {
     int p, nc, periodic, tinfoil, depth, mixed;
@@ -64,7 +65,10 @@ struct fmm_gpu {
     cudaStream_t sl[11];     /* per coarse level: the stream its M2L forks from, so the levels run side by side */
     cudaEvent_t fork, join, fork2, join2, t0, t1, forkl, joinl[11];
     cudaGraphExec_t exec[2]; /* [virial]: plain, and gathering the periodic image forces */
-    int graph_n[2], graph_depth[2];
+    int graph_n[2], graph_depth[2], graph_excl[2];
+    int *xstart, *xpartner; /* excluded pairs (fmm/exclusions.h), caller indices */
+    long xatoms;
+    int excl_version;       /* bumped by each fmm_gpu_set_exclusions: the graphs are captured anew */
 };
 
 static inline long level_offset(int l) { return ((1L << (3 * l)) - 1) / 7; }
@@ -325,6 +329,30 @@ __global__ void k_final(long n, int periodic, int tinfoil, const int *__restrict
     block_add(red, at, v);
 }
 
+/* the excluded pairs' direct terms out of the outputs (caller order) and the energy; their
+ * virial into RED_XVIR for the host to subtract */
+__global__ void k_exclusions(long natoms, long n, const int *__restrict__ start, const int *__restrict__ partner,
+                             const double *__restrict__ xyz, const double *__restrict__ q, int periodic,
+                             const double *__restrict__ geom, double *__restrict__ red, double *__restrict__ out) {
+    const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const double L = periodic ? geom[G_SIDE] : 0.0;
+    double acc[EXCL_N] = {0};
+    if (i < natoms && start[i] < start[i + 1]) {
+        for (int k = start[i]; k < start[i + 1]; ++k) {
+            const long j = partner[k];
+            excl_term(xyz[3 * i] - xyz[3 * j], xyz[3 * i + 1] - xyz[3 * j + 1], xyz[3 * i + 2] - xyz[3 * j + 2], L,
+                      q[i], q[j], acc);
+        }
+        out[i] -= acc[EXCL_PHI];
+        for (int d = 0; d < 3; ++d) out[n + 3 * i + d] -= acc[EXCL_E + d];
+    }
+    const double v[10] = {-acc[EXCL_ENERGY], acc[EXCL_VIR], acc[EXCL_VIR + 1], acc[EXCL_VIR + 2], acc[EXCL_VIR + 3],
+                          acc[EXCL_VIR + 4], acc[EXCL_VIR + 5], acc[EXCL_VIR + 6], acc[EXCL_VIR + 7], acc[EXCL_VIR + 8]};
+    const int at[10] = {RED_ENERGY, RED_XVIR, RED_XVIR + 1, RED_XVIR + 2, RED_XVIR + 3, RED_XVIR + 4, RED_XVIR + 5,
+                        RED_XVIR + 6, RED_XVIR + 7, RED_XVIR + 8};
+    block_add(red, at, v);
+}
+
 /* ---------------------------------------------------------------- per-order dispatch */
 
 /* the per-order kernels live in fmm_cuda_orders_*.cu (five translation units compiled in parallel) */
@@ -383,7 +411,7 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     m2l_gpu_ops_free(&g->m2l);
     void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->xyz, g->qin, g->xw, g->key, g->rank, g->perm,
                     g->x, g->pk, g->cs, g->ce, g->cnt, g->lsum, g->chunk_end, g->chunk_leaf, g->stmp, g->far,
-                    g->near, g->out, g->W, g->U, g->geom, g->red};
+                    g->near, g->out, g->W, g->U, g->geom, g->red, g->xstart, g->xpartner};
     for (void *p : ptrs) cudaFree(p);
     if (g->s0) cudaStreamDestroy(g->s0);
     if (g->s1) cudaStreamDestroy(g->s1);
@@ -643,6 +671,9 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     CU(cudaStreamWaitEvent(s0, g->join, 0));
     k_final<<<blocks(n, 256), 256, 0, s0>>>(n, g->periodic, g->tinfoil, g->perm, g->x, g->y, g->z, g->q, g->far,
                                             g->near, g->geom, g->red, g->out);
+    if (g->xatoms > 0)
+        k_exclusions<<<blocks(g->xatoms, 256), 256, 0, s0>>>(g->xatoms, n, g->xstart, g->xpartner, g->xyz, g->qin,
+                                                             g->periodic, g->geom, g->red, g->out);
     CU(cudaGetLastError());
     MARK(8);
     return FMM_OK;
@@ -664,13 +695,14 @@ static int capture(fmm_gpu *g, int v) {
     e = cudaGraphInstantiate(&g->exec[v], graph, 0);
     cudaGraphDestroy(graph);
     CU(e);
-    g->graph_n[v] = (int)g->n, g->graph_depth[v] = g->depth;
+    g->graph_n[v] = (int)g->n, g->graph_depth[v] = g->depth, g->graph_excl[v] = g->excl_version;
     return FMM_OK;
 }
 
 /* the graph of this kind for the current points, captured on first use */
 static int graph_for(fmm_gpu *g, int v, cudaGraphExec_t *out) {
-    if (!g->exec[v] || g->graph_n[v] != g->n || g->graph_depth[v] != g->depth) TRY(capture(g, v));
+    if (!g->exec[v] || g->graph_n[v] != g->n || g->graph_depth[v] != g->depth || g->graph_excl[v] != g->excl_version)
+        TRY(capture(g, v));
     *out = g->exec[v];
     return FMM_OK;
 }
@@ -691,13 +723,28 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const double *xyz, const doubl
     return graph_for(g, 0, &ex);
 }
 
+extern "C" int fmm_gpu_set_exclusions(fmm_gpu *g, long natoms, long npairs, const int *start, const int *partner) {
+    CU(cudaFree(g->xstart));
+    CU(cudaFree(g->xpartner));
+    g->xstart = g->xpartner = NULL;
+    g->xatoms = 0;
+    g->excl_version++;
+    if (npairs == 0) return FMM_OK;
+    CU(cudaMalloc((void **)&g->xstart, sizeof(int) * (natoms + 1)));
+    CU(cudaMalloc((void **)&g->xpartner, sizeof(int) * 2 * npairs));
+    CU(cudaMemcpy(g->xstart, start, sizeof(int) * (natoms + 1), cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(g->xpartner, partner, sizeof(int) * 2 * npairs, cudaMemcpyHostToDevice));
+    g->xatoms = natoms;
+    return FMM_OK;
+}
+
 extern "C" int fmm_gpu_execute(fmm_gpu *g, const double *q, double *phi, double *field, double *energy,
                                double *virial, fmm_gpu_virial_parts *parts) {
     if (virial && g->periodic) return FMM_ERR_ARG; /* periodic: the caller assembles it from parts */
     const long n = g->n;
     cudaGraphExec_t ex;
     TRY(graph_for(g, parts && g->periodic, &ex));
-    CU(cudaMemcpyAsync(g->qin, q, sizeof(double) * n, cudaMemcpyHostToDevice, g->s0));
+    if (q) CU(cudaMemcpyAsync(g->qin, q, sizeof(double) * n, cudaMemcpyHostToDevice, g->s0));
     CU(cudaGraphLaunch(ex, g->s0));
     double red[RED_N];
     if (phi) CU(cudaMemcpyAsync(phi, g->out, sizeof(double) * n, cudaMemcpyDeviceToHost, g->s0));
@@ -709,12 +756,13 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const double *q, double *phi, double 
     if (virial)
         for (int a = 0; a < 3; ++a)
             for (int b = 0; b < 3; ++b)
-                virial[3 * a + b] = 0.5 * (red[RED_VIR + 3 * a + b] + red[RED_VIR + 3 * b + a]);
+                virial[3 * a + b] = 0.5 * (red[RED_VIR + 3 * a + b] + red[RED_VIR + 3 * b + a]) - red[RED_XVIR + 3 * a + b];
     if (parts) {
         memcpy(parts->fy, red + RED_VIR, sizeof parts->fy);
         memcpy(parts->fshift, red + RED_FSHIFT, sizeof parts->fshift);
         memcpy(parts->dip, red + RED_D, sizeof parts->dip);
         parts->s2 = red[RED_S2];
+        memcpy(parts->xvir, red + RED_XVIR, sizeof parts->xvir);
     }
     return FMM_OK;
 }

@@ -46,11 +46,17 @@ int fmm_gpu_setpts(fmm_gpu *g, long n, const double *xyz, const double lo[3], do
  * scaled root multipole. */
 typedef struct fmm_gpu_virial_parts {
     double fy[9], fshift[81], dip[3], s2;
+    double xvir[9]; /* the excluded pairs' virial (minimum images), to subtract */
     double *wroot; /* [nc], the caller's */
 } fmm_gpu_virial_parts;
 
-/* One evaluation; outputs may be NULL. virial: open boundary only; periodic: pass parts
- * (the first such call captures a second graph that also gathers the image forces). */
+/* Excluded pairs as per-atom lists (fmm/exclusions.h; natoms = 0 clears them): uploaded once,
+ * subtracted by the evaluation graph after the outputs (captured anew on the next execute). */
+int fmm_gpu_set_exclusions(fmm_gpu *g, long natoms, long npairs, const int *start, const int *partner);
+
+/* One evaluation; outputs may be NULL; q NULL: the charges on the device from the last call.
+ * virial: open boundary only; periodic: pass parts (the first such call captures a second
+ * graph that also gathers the image forces). */
 int fmm_gpu_execute(fmm_gpu *g, const double *q, double *phi, double *field, double *energy,
                     double *virial, fmm_gpu_virial_parts *parts);
 

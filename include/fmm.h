@@ -111,13 +111,23 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan);
 /* xyz: n interleaved coordinates x0 y0 z0 x1 y1 z1 ... (copied; caller keeps ownership) */
 int fmm_setpts(fmm_plan *plan, long n, const double *xyz);
 
-/* q: n charges in the caller's order. phi (n), field (3n, -grad phi interleaved),
- * energy (1) and virial (9, row-major W_ab = -dU/d eps_ab) may each be NULL.
- * Periodic boxes: the virial is available for neutral and charged cells (tin-foil; vacuum
- * takes neutral cells only); the first such call builds the strain derivatives of the lattice
- * sums (about a second at order 16). */
+/* q: n charges in the caller's order, or NULL to reuse the charges of the last successful
+ * fmm_execute (kept by the plan, on the device for CUDA plans: no copy and no check per call;
+ * FMM_ERR_ARG if there are none, or if an fmm_setpts since changed the point count). phi (n), field
+ * (3n, -grad phi interleaved), energy (1) and virial (9, row-major W_ab = -dU/d eps_ab) may each
+ * be NULL. Periodic boxes: the virial is available for neutral and charged cells (tin-foil;
+ * vacuum takes neutral cells only); the first such call builds the strain derivatives of the
+ * lattice sums (about a second at order 16). */
 int fmm_execute(fmm_plan *plan, const double *q, double *phi, double *field, double *energy,
                 double *virial);
+
+/* Excluded pairs (molecular topologies: bonded neighbours whose Coulomb interaction the force
+ * field leaves out): pairs[2k], pairs[2k+1] are the indices (into the points of fmm_setpts) of
+ * pair k. From then on fmm_execute leaves the direct term q_i q_j / r_ij of each pair out of
+ * phi, field, energy and virial (periodic: the minimum image of the pair; its other images
+ * stay). Each pair once, i != j, indices >= 0 (FMM_ERR_ARG otherwise, and the previous list is
+ * kept); an index >= n at fmm_execute gives FMM_ERR_NPTS. npairs = 0 clears the list. */
+int fmm_set_exclusions(fmm_plan *plan, long npairs, const int *pairs);
 
 int fmm_get_info(const fmm_plan *plan, fmm_info *info);
 

@@ -937,6 +937,182 @@ TEST(Execute, OpenBoundaryVirial) {
 }
 
 // ---------------------------------------------------------------------------------------
+// kept charges (q = NULL) and excluded pairs
+
+namespace {
+
+uint64_t fresh_seed(const char *what) {
+    const char *e = std::getenv("FMM_TEST_SEED");
+    uint64_t s = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
+    std::printf("%s: seed %llu (set FMM_TEST_SEED to repeat)\n", what, (unsigned long long)s);
+    return s;
+}
+
+// Three-site "molecules": atoms 3m+1 and 3m+2 within 0.02 of atom 3m, the three pairs of
+// each molecule excluded (listed in mixed orientations). Sites may stick out of [0,1]^3.
+std::vector<int> make_molecules(System &s, std::mt19937_64 &g) {
+    std::uniform_real_distribution<double> U(-0.02, 0.02);
+    std::vector<int> pairs;
+    for (long m = 0; m + 2 < s.n; m += 3) {
+        for (int k = 1; k <= 2; k++)
+            for (int d = 0; d < 3; d++) s.xyz[3 * (m + k) + d] = s.xyz[3 * m + d] + U(g);
+        const int a = (int)m, b = (int)m + 1, c = (int)m + 2;
+        const int list[6] = {a, b, c, a, b, c};
+        pairs.insert(pairs.end(), list, list + 6);
+    }
+    return pairs;
+}
+
+// o minus the direct terms of the pairs (minimum image in a cube of edge L > 0)
+void subtract_pairs(const System &s, const std::vector<int> &pairs, double L, Out &o) {
+    for (size_t k = 0; k < pairs.size(); k += 2) {
+        const int i = pairs[k], j = pairs[k + 1];
+        double d[3], r2 = 0;
+        for (int a = 0; a < 3; a++) {
+            d[a] = s.xyz[3 * i + a] - s.xyz[3 * j + a];
+            if (L > 0) d[a] -= L * std::round(d[a] / L);
+            r2 += d[a] * d[a];
+        }
+        const double r = std::sqrt(r2), r3 = r * r2;
+        o.phi[i] -= s.q[j] / r, o.phi[j] -= s.q[i] / r;
+        for (int a = 0; a < 3; a++) {
+            o.field[3 * i + a] -= s.q[j] * d[a] / r3;
+            o.field[3 * j + a] += s.q[i] * d[a] / r3;
+            for (int b = 0; b < 3; b++) o.virial[3 * a + b] -= s.q[i] * s.q[j] * d[a] * d[b] / r3;
+        }
+        o.energy -= s.q[i] * s.q[j] / r;
+    }
+}
+
+// With exclusions against (a) the same plan without them minus the pair terms: the same FMM
+// sums, so to rounding; (b) the reference (direct or Ewald) minus the pair terms: to the
+// plan's accuracy (phi at the tolerance, field, energy, virial at 1000x, as elsewhere).
+void check_exclusions(const System &s, const std::vector<int> &pairs, const fmm_opts &o, const double *box,
+                      const Out &reference) {
+    Plan p(o, box);
+    ASSERT_EQ(p.rc, FMM_OK);
+    ASSERT_EQ(fmm_setpts(p.p, s.n, s.xyz.data()), FMM_OK);
+    Out plain, with;
+    ASSERT_EQ(execute_all(p.p, s, plain), FMM_OK);
+    ASSERT_EQ(fmm_set_exclusions(p.p, (long)pairs.size() / 2, pairs.data()), FMM_OK);
+    ASSERT_EQ(execute_all(p.p, s, with), FMM_OK);
+    const double L = box ? box[0] : 0.0;
+    subtract_pairs(s, pairs, L, plain);
+    EXPECT_LE(rel_err(with.phi, plain.phi), 1e-12);
+    EXPECT_LE(rel_err(with.field, plain.field), 1e-12);
+    EXPECT_NEAR(with.energy, plain.energy, 1e-12 * std::fabs(plain.energy));
+    EXPECT_LE(rel_err9(with.virial, plain.virial), 1e-12);
+    Out ref = reference;
+    subtract_pairs(s, pairs, L, ref);
+    EXPECT_LE(rel_err(with.phi, ref.phi), o.tolerance);
+    EXPECT_LE(rel_err(with.field, ref.field), 1e3 * o.tolerance);
+    EXPECT_NEAR(with.energy, ref.energy, 1e3 * o.tolerance * std::fabs(ref.energy));
+    EXPECT_LE(rel_err9(with.virial, ref.virial), 1e3 * o.tolerance);
+}
+
+} // namespace
+
+TEST(Execute, KeptChargesWithNullQ) {
+    System s = uniform(3000, 21);
+    Plan p(defaults());
+    ASSERT_EQ(p.rc, FMM_OK);
+    ASSERT_EQ(fmm_setpts(p.p, s.n, s.xyz.data()), FMM_OK);
+    EXPECT_EQ(fmm_execute(p.p, nullptr, nullptr, nullptr, nullptr, nullptr), FMM_ERR_ARG) << "no charges yet";
+    Out a, b(s.n);
+    ASSERT_EQ(execute_all(p.p, s, a), FMM_OK);
+    ASSERT_EQ(fmm_execute(p.p, nullptr, b.phi.data(), b.field.data(), &b.energy, b.virial.data()), FMM_OK);
+    EXPECT_LE(rel_err(b.phi, a.phi), 1e-14);
+    EXPECT_LE(rel_err(b.field, a.field), 1e-14);
+    EXPECT_NEAR(b.energy, a.energy, 1e-14 * std::fabs(a.energy));
+    // a failed execute keeps the charges of the last good one
+    System bad = s;
+    bad.q[7] = kNaN;
+    Out c(s.n);
+    EXPECT_EQ(execute_all(p.p, bad, c), FMM_ERR_NONFINITE);
+    ASSERT_EQ(fmm_execute(p.p, nullptr, c.phi.data(), nullptr, nullptr, nullptr), FMM_OK);
+    EXPECT_LE(rel_err(c.phi, a.phi), 1e-14);
+    // new positions, same count: the kept charges serve them
+    System moved = uniform(3000, 22);
+    moved.q = s.q;
+    ASSERT_EQ(fmm_setpts(p.p, moved.n, moved.xyz.data()), FMM_OK);
+    Out d(s.n);
+    ASSERT_EQ(fmm_execute(p.p, nullptr, d.phi.data(), nullptr, nullptr, nullptr), FMM_OK);
+    EXPECT_LE(rel_err(d.phi, direct(moved).phi), 1e-6);
+    // another count: none kept
+    System other = uniform(2000, 23);
+    ASSERT_EQ(fmm_setpts(p.p, other.n, other.xyz.data()), FMM_OK);
+    EXPECT_EQ(fmm_execute(p.p, nullptr, d.phi.data(), nullptr, nullptr, nullptr), FMM_ERR_ARG);
+    expect_good(p.p, other);
+}
+
+TEST(Exclusions, OpenBoundaryAgainstDirectSum) {
+    std::mt19937_64 g(fresh_seed("Exclusions.OpenBoundaryAgainstDirectSum"));
+    System s = uniform(3000, g());
+    const std::vector<int> pairs = make_molecules(s, g);
+    const Out ref = direct(s);
+    for (int depth : {-1, 3}) {
+        SCOPED_TRACE("depth " + std::to_string(depth));
+        fmm_opts o = defaults();
+        o.tolerance = 1e-7, o.depth = depth;
+        check_exclusions(s, pairs, o, nullptr, ref);
+    }
+}
+
+TEST(Exclusions, PeriodicMinimumImageAgainstEwald) {
+    if (!periodic_available()) GTEST_SKIP() << "no periodic boundaries in this build";
+    std::mt19937_64 g(fresh_seed("Exclusions.PeriodicMinimumImageAgainstEwald"));
+    System s = uniform(1500, g());
+    const std::vector<int> pairs = make_molecules(s, g);
+    // 20 molecules across a face, one atom of each moved on by a whole period: their pairs'
+    // minimum images are not the plain differences of the coordinates
+    for (long m = 0; m < 60; m += 3) {
+        const int ax = (int)(m / 3 % 3);
+        const double shift = 0.003 - s.xyz[3 * m + ax];
+        for (int k = 0; k < 3; k++) s.xyz[3 * (m + k) + ax] += shift;
+        s.xyz[3 * (m + 1) + ax] += 1.0;
+    }
+    const double box[3] = {1, 1, 1};
+    Out ref(s.n);
+    ASSERT_EQ(fmm_ewald(s.n, s.xyz.data(), s.q.data(), box, 1e-12, ref.phi.data(), ref.field.data(), &ref.energy,
+                        ref.virial.data(), 0),
+              FMM_OK);
+    fmm_opts o = defaults();
+    o.periodic = 1, o.tolerance = 1e-7;
+    check_exclusions(s, pairs, o, box, ref);
+}
+
+TEST(Exclusions, RejectedClearlyAndKeptOnFailure) {
+    System s = uniform(600, 31);
+    std::mt19937_64 g(31);
+    const std::vector<int> pairs = make_molecules(s, g);
+    Plan p(defaults());
+    ASSERT_EQ(p.rc, FMM_OK);
+    ASSERT_EQ(fmm_setpts(p.p, s.n, s.xyz.data()), FMM_OK);
+    Out plain, with;
+    ASSERT_EQ(execute_all(p.p, s, plain), FMM_OK);
+    EXPECT_EQ(fmm_set_exclusions(nullptr, 1, pairs.data()), FMM_ERR_ARG);
+    ASSERT_EQ(fmm_set_exclusions(p.p, (long)pairs.size() / 2, pairs.data()), FMM_OK);
+    ASSERT_EQ(execute_all(p.p, s, with), FMM_OK);
+    const std::vector<std::pair<std::vector<int>, const char *>> bad = {
+        {{1, 1}, "i == j"}, {{0, 1, 2, -3}, "negative index"}, {{0, 1, 4, 5, 1, 0}, "pair listed twice"}};
+    for (const auto &b : bad) {
+        EXPECT_EQ(fmm_set_exclusions(p.p, (long)b.first.size() / 2, b.first.data()), FMM_ERR_ARG) << b.second;
+    }
+    EXPECT_EQ(fmm_set_exclusions(p.p, -1, pairs.data()), FMM_ERR_ARG) << "npairs < 0";
+    EXPECT_EQ(fmm_set_exclusions(p.p, 3, nullptr), FMM_ERR_ARG) << "no pairs";
+    Out again;
+    ASSERT_EQ(execute_all(p.p, s, again), FMM_OK);
+    EXPECT_LE(rel_err(again.phi, with.phi), 1e-14) << "a refused list leaves the previous one";
+    // an index beyond the points is found at execute
+    const int far[2] = {0, (int)s.n};
+    ASSERT_EQ(fmm_set_exclusions(p.p, 1, far), FMM_OK);
+    EXPECT_EQ(execute_all(p.p, s, again), FMM_ERR_NPTS);
+    ASSERT_EQ(fmm_set_exclusions(p.p, 0, nullptr), FMM_OK);
+    ASSERT_EQ(execute_all(p.p, s, again), FMM_OK);
+    EXPECT_LE(rel_err(again.phi, plain.phi), 1e-14) << "npairs = 0 clears the list";
+}
+
+// ---------------------------------------------------------------------------------------
 // fmm_get_info
 
 TEST(GetInfo, NullArguments) {

@@ -291,6 +291,52 @@ TEST(GpuPlan, ReusesTheGraphAcrossSetptsAndExecute) {
     fmm_destroy(gp), fmm_destroy(cp);
 }
 
+// Excluded pairs (three-site molecules, some across the periodic faces with one atom a whole
+// period away) and kept charges (q = NULL): the GPU subtracts the same pair terms as the CPU.
+TEST(GpuPlan, ExclusionsAndKeptChargesMatchCpu) {
+    SKIP_WITHOUT_GPU();
+    std::mt19937_64 g(test_seed());
+    const double L = 1.0, box[3] = {L, L, L};
+    std::vector<double> xyz, q;
+    random_set(g, 9000, L, 0.0, xyz, q);
+    std::uniform_real_distribution<double> u(-0.02, 0.02);
+    std::vector<int> pairs;
+    for (int m = 0; m + 2 < 9000; m += 3) {
+        for (int k = 1; k <= 2; ++k)
+            for (int d = 0; d < 3; ++d) xyz[3 * (m + k) + d] = xyz[3 * m + d] + u(g);
+        if (m < 300) xyz[3 * (m + 1) + m % 3] += L;
+        const int list[6] = {m, m + 1, m + 2, m, m + 1, m + 2};
+        pairs.insert(pairs.end(), list, list + 6);
+    }
+    for (int periodic : {0, 1})
+        for (int mixed : {0, 1}) {
+            SCOPED_TRACE(std::string(periodic ? "periodic" : "open") + (mixed ? " mixed" : " double"));
+            fmm_opts o;
+            fmm_default_opts(&o);
+            o.order = 7, o.depth = 3, o.periodic = periodic;
+            fmm_plan *cp = nullptr, *gp = nullptr;
+            ASSERT_EQ(fmm_makeplan(&o, periodic ? box : nullptr, &cp), FMM_OK);
+            o.device = FMM_DEVICE_CUDA, o.precision = mixed ? FMM_PRECISION_MIXED : FMM_PRECISION_DOUBLE;
+            ASSERT_EQ(fmm_makeplan(&o, periodic ? box : nullptr, &gp), FMM_OK);
+            Out c, d, k;
+            for (Out *r : {&c, &d, &k}) r->phi.assign(9000, NAN), r->field.assign(27000, NAN);
+            for (fmm_plan *p : {cp, gp}) {
+                ASSERT_EQ(fmm_set_exclusions(p, (long)pairs.size() / 2, pairs.data()), FMM_OK);
+                ASSERT_EQ(fmm_setpts(p, 9000, xyz.data()), FMM_OK);
+            }
+            ASSERT_EQ(fmm_execute(cp, q.data(), c.phi.data(), c.field.data(), &c.energy, c.virial), FMM_OK);
+            ASSERT_EQ(fmm_execute(gp, q.data(), d.phi.data(), d.field.data(), &d.energy, d.virial), FMM_OK);
+            ASSERT_EQ(fmm_execute(gp, nullptr, k.phi.data(), k.field.data(), &k.energy, k.virial), FMM_OK);
+            const double tol = mixed ? FMM_MIXED_TOL_MIN : 1e-12;
+            expect_same(d, c, tol);
+            expect_same(k, c, tol);
+            double vn = 0, vd = 0;
+            for (int a = 0; a < 9; ++a) vn += c.virial[a] * c.virial[a], vd += std::pow(d.virial[a] - c.virial[a], 2);
+            EXPECT_LT(std::sqrt(vd / vn), mixed ? FMM_MIXED_TOL_MIN : 1e-10);
+            fmm_destroy(cp), fmm_destroy(gp);
+        }
+}
+
 TEST(GpuPlan, RejectsWhatItCannotDo) {
     SKIP_WITHOUT_GPU();
     fmm_opts o;

@@ -476,28 +476,9 @@ class FmmForceProvider final : public IForceProvider
 {
 public:
     FmmForceProvider(const FmmParameters& p, const std::vector<int>& exclusionPairs, const MDLogger* logger) :
-        p_(p), logger_(logger)
+        p_(p), exclusionPairs_(exclusionPairs), logger_(logger)
     {
-        // excluded partners per atom (both directions), so that the correction loop runs over
-        // atoms in parallel without two threads adding to one force
         const size_t n = p_.charges_.size();
-        exclStart_.assign(n + 1, 0);
-        for (int a : exclusionPairs)
-        {
-            exclStart_[a + 1]++;
-        }
-        for (size_t i = 0; i < n; i++)
-        {
-            exclStart_[i + 1] += exclStart_[i];
-        }
-        exclPartner_.resize(exclusionPairs.size());
-        std::vector<int> fill(exclStart_.begin(), exclStart_.end() - 1);
-        for (size_t k = 0; k < exclusionPairs.size(); k += 2)
-        {
-            exclPartner_[fill[exclusionPairs[k]]++]     = exclusionPairs[k + 1];
-            exclPartner_[fill[exclusionPairs[k + 1]]++] = exclusionPairs[k];
-        }
-        numExclusionPairs_ = exclusionPairs.size() / 2;
         q_.resize(n);
         std::copy(p_.charges_.begin(), p_.charges_.end(), q_.data());
         timing_ = std::getenv("GMX_FMM_TIMING") != nullptr;
@@ -559,61 +540,31 @@ public:
         const bool       wantVirial = fwv.computeVirial_;
         double           energy     = 0;
         double           w[9]       = { 0 };
-        check(fmm_execute(plan_, q_.data(), nullptr, field_.data(), &energy, wantVirial ? w : nullptr),
+        // the charges go to the plan (the device) once; later calls reuse them (q = NULL)
+        check(fmm_execute(plan_, chargesSent_ ? nullptr : q_.data(), nullptr, field_.data(), &energy,
+                          wantVirial ? w : nullptr),
               "fmm_execute");
+        chargesSent_ = true;
         const auto t3 = std::chrono::steady_clock::now();
         if (!infoLogged_)
         {
             logPlan();
         }
 
-        // all pairs, periodic: forces, energy and virial (GROMACS: Xi = -1/2 sum x (x) f = -W/2);
-        // excluded pairs: remove their direct q_i q_j / r (minimum image), each pair seen from
-        // both atoms (hence the halves)
-        const ArrayRef<RVec> f     = fwv.force_;
-        const double         c     = prefactor_;
-        const double         il    = 1.0 / l;
-        double               eExcl = 0;
-        double               vx[DIM * DIM] = { 0 };
-#pragma omp parallel for num_threads(nt) schedule(static) reduction(+ : eExcl, vx[:DIM * DIM])
+        // all pairs, periodic, without the excluded pairs (the plan leaves out their minimum
+        // images): forces, energy and virial (GROMACS: Xi = -1/2 sum x (x) f = -W/2)
+        const ArrayRef<RVec> f = fwv.force_;
+        const double         c = prefactor_;
+#pragma omp parallel for num_threads(nt) schedule(static)
         for (int i = 0; i < n; i++)
         {
-            const double cq    = c * p_.charges_[i];
-            double       fi[3] = { cq * field_[3 * i + 0], cq * field_[3 * i + 1], cq * field_[3 * i + 2] };
-            for (int k = exclStart_[i]; k < exclStart_[i + 1]; k++)
-            {
-                const int j = exclPartner_[k];
-                double    dx[DIM];
-                double    r2 = 0;
-                for (int d = 0; d < DIM; d++)
-                {
-                    dx[d] = xyz_[3 * i + d] - xyz_[3 * j + d];
-                    // floor inlines to one instruction, std::round is a libm call (6M a step at 1M atoms)
-                    dx[d] -= l * std::floor(dx[d] * il + 0.5);
-                    r2 += dx[d] * dx[d];
-                }
-                const double qq   = cq * p_.charges_[j];
-                const double rinv = 1.0 / std::sqrt(r2);
-                const double fs   = qq * rinv * rinv * rinv; // force on i of +qq/r is fs * dx
-                eExcl += 0.5 * qq * rinv;
-                for (int d = 0; d < DIM; d++)
-                {
-                    fi[d] -= fs * dx[d];
-                }
-                for (int a = 0; a < DIM; a++)
-                {
-                    for (int b = 0; b < DIM; b++)
-                    {
-                        vx[DIM * a + b] += 0.25 * fs * dx[a] * dx[b];
-                    }
-                }
-            }
+            const double cq = c * p_.charges_[i];
             for (int d = 0; d < DIM; d++)
             {
-                f[i][d] += fi[d];
+                f[i][d] += cq * field_[3 * i + d];
             }
         }
-        const double e = c * energy - eExcl;
+        const double e = c * energy;
         if (timing_)
         {
             const auto   t4  = std::chrono::steady_clock::now();
@@ -628,7 +579,7 @@ public:
             if (++timedCalls_ == 500)
             {
                 log(formatString("FMM module timing, mean of 500 calls (ms): positions %.3f, "
-                                 "fmm_setpts %.3f, fmm_execute %.3f, forces and exclusions %.3f",
+                                 "fmm_setpts %.3f, fmm_execute %.3f, forces %.3f",
                                  timeMs_[0] / 500, timeMs_[1] / 500, timeMs_[2] / 500, timeMs_[3] / 500));
                 timedCalls_ = 0;
                 std::fill(std::begin(timeMs_), std::end(timeMs_), 0.0);
@@ -641,7 +592,7 @@ public:
             {
                 for (int b = 0; b < DIM; b++)
                 {
-                    vir[a][b] = -0.5 * c * w[3 * b + a] + vx[DIM * a + b];
+                    vir[a][b] = -0.5 * c * w[3 * b + a];
                 }
             }
             fwv.addVirialContribution(vir);
@@ -659,6 +610,9 @@ private:
         }
         const double box[3] = { l, l, l };
         check(fmm_makeplan(&opts_, box, &plan_), "fmm_makeplan");
+        check(fmm_set_exclusions(plan_, static_cast<long>(exclusionPairs_.size() / 2), exclusionPairs_.data()),
+              "fmm_set_exclusions");
+        chargesSent_ = false;
         planEdge_ = l;
         numPlans_++;
         if (numPlans_ == 2)
@@ -690,7 +644,7 @@ private:
             log(formatString("FMM module: %zu charges, %zu excluded pairs, box %.4f nm, %s, "
                              "tolerance %g, order %d, tree depth %d (%s), %ld leaves, %d threads, "
                              "epsilon-r %g, boundary %s, precision %s",
-                             p_.charges_.size(), numExclusionPairs_, planEdge_,
+                             p_.charges_.size(), exclusionPairs_.size() / 2, planEdge_,
                              c_fmmDeviceNames[p_.device_], p_.tolerance_, info.order, info.depth,
                              p_.treeDepth_ < 0 ? "adaptive" : "uniform", info.nleaves, opts_.threads,
                              p_.epsilonRResolved_, c_fmmBoundaryNames[p_.boundary_],
@@ -700,9 +654,7 @@ private:
     }
 
     const FmmParameters& p_;
-    std::vector<int>     exclStart_;   // atom i's excluded partners: exclPartner_[exclStart_[i] ..]
-    std::vector<int>     exclPartner_;
-    size_t               numExclusionPairs_ = 0;
+    std::vector<int>     exclusionPairs_; // i0 j0 i1 j1 ...: the plan leaves these pairs out
     const MDLogger*      logger_;
     fmm_opts             opts_;
     fmm_plan*            plan_            = nullptr;
@@ -710,6 +662,7 @@ private:
     int                  numPlans_        = 0;
     double               prefactor_       = 1;
     bool                 infoLogged_      = false;
+    bool                 chargesSent_     = false; // the plan keeps the charges of its first execute
     FmmHostArray         xyz_;
     FmmHostArray         field_;
     FmmHostArray         q_;
