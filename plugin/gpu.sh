@@ -12,11 +12,13 @@
 #   command: bash plugin/gpu.sh
 # Steps: plugin/build-gromacs.sh "$WORK/gmx" --cuda (libfmm with CUDA + GROMACS -DGMX_GPU=CUDA,
 # about 3-4 min on 16 cores), the 100k and 1M boxes from the tiles (water_tools.py tile), then for
-# each system: PME (-nb gpu -pme gpu -notunepme) and FMM (fmm-device = cuda, -nb gpu), NVE with
+# each system: PME (-nb gpu -pme gpu -update gpu -notunepme) and FMM (fmm-device = cuda, -nb gpu, -update
+# gpu and -update cpu), NVE with
 # nve_{pme,fmm}.mdp, counters reset half-way; ns/day from md.log.
 # Writes $OUT/gromacs/gpu_nsday.md (table), gpu_nsday.csv, one folder per run with md.log and
 # grompp/mdrun output, build logs. Environment: STEPS_24K (default 4000), STEPS_100K (2000),
-# STEPS_1M (400), STEPS_DROPLET (4000), FMM_TOL (default 1e-3), FMM_PRECISION (mixed: float near field, like PME's
+# STEPS_1M (400), STEPS_DROPLET (4000), KINDS (default "pme fmm fmm_cpuupdate": PME, the FMM with
+# -update gpu, the FMM with -update cpu), FMM_TOL (default 1e-3), FMM_PRECISION (mixed: float near field, like PME's
 # mixed-precision GROMACS; or double), SYSTEMS (default "24k 100k 1m droplet":
 # the droplet is 3,345 SPC/E atoms in a 10 nm box, systems/water/spce_droplet_r2.gro).
 set -uo pipefail
@@ -74,25 +76,27 @@ top_for() { # top_for GRO -> a topology with the right number of SOL
 }
 
 echo "system,atoms,solver,nsteps,ns_per_day,ms_per_step,mdrun_flags,status" > "$RES/gpu_nsday.csv"
-run_one() { # run_one NAME KIND STEPS
-    local name=$1 kind=$2 steps=$3 dir=$RES/$1_$2 flags
+run_one() { # run_one NAME KIND STEPS   (KIND: pme, fmm, or fmm_cpuupdate: the FMM with the update on the CPU)
+    local name=$1 kind=$2 steps=$3 dir=$RES/$1_$2 flags mdp=${2%_cpuupdate}
     mkdir -p "$dir"
     sed -e "s/^nsteps .*/nsteps                   = $steps/" -e "s/^fmm-tolerance .*/fmm-tolerance            = $FMM_TOL/" \
         -e "s/^fmm-device .*/fmm-device               = cuda/" -e "s/^fmm-precision .*/fmm-precision = $FMM_PRECISION/" -e "s/^nstcalcenergy .*/nstcalcenergy            = 100/" \
-        "systems/gromacs/mdp/nve_$kind.mdp" > "$dir/in.mdp"
+        "systems/gromacs/mdp/nve_$mdp.mdp" > "$dir/in.mdp"
     if ! $GMX -quiet grompp -f "$dir/in.mdp" -c "$SYS/$name.gro" -p "$SYS/$name.top" -o "$dir/run.tpr" \
             -po "$dir/mdout.mdp" -maxwarn 1 > "$dir/grompp.log" 2>&1; then
         echo "$name,,$kind,$steps,,,,grompp failed" >> "$RES/gpu_nsday.csv"; return
     fi
-    if [ "$kind" = pme ]; then
-        flags="-nb gpu -pme gpu -update gpu -notunepme"
-    else
-        flags="-nb gpu -update auto"
-    fi
+    # GROMACS 2022 keeps the update on the CPU under -update auto; with -update gpu it copies
+    # the coordinates to the host for a force provider and its forces back every step
+    case $kind in
+        pme) flags="-nb gpu -pme gpu -update gpu -notunepme" ;;
+        fmm) flags="-nb gpu -update gpu" ;;
+        *) flags="-nb gpu -update cpu" ;;
+    esac
     # shellcheck disable=SC2086
     if ! (cd "$dir" && timeout 300 $GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -s run.tpr -deffnm md $flags \
             -resetstep $((steps / 2)) -noconfout > mdrun.log 2>&1); then
-        # GPU update may be refused with a force provider: retry with CPU update
+        # should GPU update be refused: retry with CPU update
         if [ "$kind" = fmm ]; then
             flags="-nb gpu -update cpu"
             # shellcheck disable=SC2086
@@ -119,7 +123,7 @@ for s in $SYSTEMS; do
         droplet) steps=${STEPS_DROPLET:-4000} ;;
         *) steps=${STEPS_1M:-400} ;;
     esac
-    for kind in pme fmm; do
+    for kind in ${KINDS:-pme fmm fmm_cpuupdate}; do
         log "$s $kind ($steps steps)"
         run_one "$s" "$kind" "$steps"
     done
@@ -137,7 +141,7 @@ done
     echo
     echo "Where the FMM module's time goes (GMX_FMM_TIMING, last 500 calls of each run):"
     echo
-    for f in "$RES"/*_fmm/md.log; do
+    for f in "$RES"/*_fmm/md.log "$RES"/*_fmm_cpuupdate/md.log; do
         [ -f "$f" ] && echo "- $(basename "$(dirname "$f")"): $(grep -h 'FMM module timing' "$f" | tail -1)"
     done
 } > "$RES/gpu_nsday.md"
