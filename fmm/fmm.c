@@ -199,10 +199,8 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
     return FMM_OK;
 }
 
-int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
-    if (!P) return FMM_ERR_ARG;
-    if (n < 1 || n > (long)(SIZE_MAX / 64)) return n < 1 ? FMM_ERR_NPTS : FMM_ERR_NOMEM;
-    if (!xyz) return FMM_ERR_ARG;
+/* xyz in double or (f32, CUDA plans only) in single precision */
+static int setpts(fmm_plan *P, long n, const void *xyz, int f32) {
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     int bad = 0;
     const int nt = P->opts.threads > 0 ? P->opts.threads : omp_get_max_threads();
@@ -210,7 +208,7 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
     reduction(| : bad)
     for (long i = 0; i < n; ++i)
         for (int d = 0; d < 3; ++d) {
-            double v = xyz[3 * i + d];
+            double v = f32 ? ((const float *)xyz)[3 * i + d] : ((const double *)xyz)[3 * i + d];
             if (!isfinite(v)) bad = 1;
             lo[d] = v < lo[d] ? v : lo[d];
             hi[d] = v > hi[d] ? v : hi[d];
@@ -234,7 +232,7 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
     if (P->gpu) {
         /* the device wraps the positions itself and bins them into a uniform tree */
         int depth = P->opts.depth >= 0 ? P->opts.depth : fmm_gpu_auto_depth(n, P->p);
-        int rc = fmm_gpu_setpts(P->gpu, n, xyz, lo, side, depth);
+        int rc = fmm_gpu_setpts(P->gpu, n, xyz, f32, lo, side, depth);
         P->have_pts = rc == FMM_OK;
         if (rc || n != P->q_n) P->q_n = 0; /* the device's copy of the charges is gone */
         if (rc) return rc;
@@ -246,11 +244,12 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
     const double *pts = xyz;
     double *wrapped = NULL;
     if (P->opts.periodic) {
+        const double *x = xyz;
         /* wrap into [0, L): the tree, the root multipole and the dipole all use these */
         wrapped = malloc(sizeof(double) * 3 * (size_t)n);
         if (!wrapped) return FMM_ERR_NOMEM;
         for (long i = 0; i < 3 * n; ++i) {
-            double v = xyz[i] - side * floor(xyz[i] / side);
+            double v = x[i] - side * floor(x[i] / side);
             wrapped[i] = v < side ? v : 0.0;
         }
         pts = wrapped;
@@ -277,6 +276,29 @@ int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
     P->phi = q + n, P->ex = q + 2 * n, P->ey = q + 3 * n, P->ez = q + 4 * n;
     P->have_pts = 1;
     return FMM_OK;
+}
+
+static int setpts_args(const fmm_plan *P, long n, const void *xyz) {
+    if (!P) return FMM_ERR_ARG;
+    if (n < 1 || n > (long)(SIZE_MAX / 64)) return n < 1 ? FMM_ERR_NPTS : FMM_ERR_NOMEM;
+    return xyz ? FMM_OK : FMM_ERR_ARG;
+}
+
+int fmm_setpts(fmm_plan *P, long n, const double *xyz) {
+    int rc = setpts_args(P, n, xyz);
+    return rc ? rc : setpts(P, n, xyz, 0);
+}
+
+int fmm_setptsf(fmm_plan *P, long n, const float *xyz) {
+    int rc = setpts_args(P, n, xyz);
+    if (rc) return rc;
+    if (P->gpu) return setpts(P, n, xyz, 1); /* the device widens them */
+    double *d = malloc(sizeof(double) * 3 * (size_t)n);
+    if (!d) return FMM_ERR_NOMEM;
+    for (long i = 0; i < 3 * n; ++i) d[i] = xyz[i];
+    rc = setpts(P, n, d, 0);
+    free(d);
+    return rc;
 }
 
 int fmm_get_info(const fmm_plan *P, fmm_info *info) {
@@ -638,28 +660,31 @@ int fmm_set_exclusions(fmm_plan *P, long npairs, const int *pairs) {
     return FMM_OK;
 }
 
-/* net-charge flag of q, or -1 if a charge is not finite */
-static int charge_check(long n, const double *q, int threads) {
+/* net-charge flag of q (double, or single precision with f32), or -1 if a charge is not finite */
+static int charge_check(long n, const void *q, int f32, int threads) {
     double Q = 0, Qabs = 0;
     int bad = 0;
 #pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) if (n > 50000) \
     reduction(+ : Q, Qabs) reduction(| : bad)
     for (long i = 0; i < n; ++i) {
-        bad |= !isfinite(q[i]);
-        Q += q[i], Qabs += fabs(q[i]);
+        const double v = f32 ? ((const float *)q)[i] : ((const double *)q)[i];
+        bad |= !isfinite(v);
+        Q += v, Qabs += fabs(v);
     }
     return bad ? -1 : PBC_CHARGED(Q, Qabs);
 }
 
-int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy,
-                double *virial) {
+static long plan_points(const fmm_plan *P) { return P->gpu ? P->gpu_n : P->tree.n; }
+
+/* q, phi, field in double or (f32, CUDA plans only) in single precision */
+static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, double *energy, double *virial) {
     if (!P) return FMM_ERR_ARG;
     if (!P->have_pts) return FMM_ERR_NOPTS;
     const octree *t = &P->tree;
-    const long n = P->gpu ? P->gpu_n : t->n;
+    const long n = plan_points(P);
     if (!q && !P->q_n) return FMM_ERR_ARG;
     if (P->excl.natoms > n) return FMM_ERR_NPTS;
-    const int charged = q ? charge_check(n, q, P->opts.threads) : P->q_charged;
+    const int charged = q ? charge_check(n, q, f32, P->opts.threads) : P->q_charged;
     if (charged < 0) return FMM_ERR_NONFINITE;
     /* vacuum (dipole) boundary diverges for a charged cell */
     if (P->opts.periodic && P->opts.boundary == FMM_BOUNDARY_VACUUM && charged) return FMM_ERR_BOUNDARY;
@@ -678,12 +703,12 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     if (P->gpu) {
         int rc;
         if (!P->virial) {
-            rc = fmm_gpu_execute(P->gpu, q, phi, field, energy, virial, NULL);
+            rc = fmm_gpu_execute(P->gpu, q, phi, field, f32, energy, virial, NULL);
         } else {
             fmm_gpu_virial_parts vp;
             vp.wroot = malloc(sizeof(double) * P->ncoef);
             if (!vp.wroot) return FMM_ERR_NOMEM;
-            rc = fmm_gpu_execute(P->gpu, q, phi, field, energy, NULL, &vp);
+            rc = fmm_gpu_execute(P->gpu, q, phi, field, f32, energy, NULL, &vp);
             if (rc == FMM_OK) {
                 periodic_virial(P->p, P->gpu_side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, vp.wroot, P->vtab,
                                 P->far_c0, vp.fy, vp.fshift, vp.dip, vp.s2, virial);
@@ -703,6 +728,7 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     int *iperm = NULL; /* caller index -> tree position, for the exclusions */
     if (P->excl.npairs > 0 && !(iperm = malloc(sizeof(int) * (size_t)n))) return FMM_ERR_NOMEM;
     const double *qc = q ? q : P->qkeep;
+    double *phid = phi, *fieldd = field;
     memset(P->fshift, 0, sizeof P->fshift);
     int saved = omp_get_max_threads();
     if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
@@ -722,8 +748,8 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
 #pragma omp parallel for schedule(static) reduction(+ : U)
         for (long i = 0; i < n; ++i) {
             long j = t->perm[i];
-            if (phi) phi[j] = P->phi[i];
-            if (field) field[3 * j] = P->ex[i], field[3 * j + 1] = P->ey[i], field[3 * j + 2] = P->ez[i];
+            if (phid) phid[j] = P->phi[i];
+            if (fieldd) fieldd[3 * j] = P->ex[i], fieldd[3 * j + 1] = P->ey[i], fieldd[3 * j + 2] = P->ez[i];
             U += 0.5 * P->q[i] * P->phi[i];
         }
         if (energy) *energy = U;
@@ -740,8 +766,8 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
             for (int a = 0; a < 3; ++a)
                 for (int b = 0; b < 3; ++b) virial[3 * a + b] = 0.5 * (Wv[3 * a + b] + Wv[3 * b + a]);
         }
-        excl_apply(&P->excl, t->x, t->y, t->z, P->q, iperm, t->periodic ? t->side : 0.0, P->opts.threads, phi,
-                   field, energy, virial);
+        excl_apply(&P->excl, t->x, t->y, t->z, P->q, iperm, t->periodic ? t->side : 0.0, P->opts.threads, phid,
+                   fieldd, energy, virial);
         if (q) {
             memcpy(P->qkeep, q, sizeof(double) * (size_t)n);
             P->q_n = n, P->q_charged = charged;
@@ -749,6 +775,28 @@ int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double
     }
     free(iperm);
     if (P->opts.threads > 0) omp_set_num_threads(saved);
+    return rc;
+}
+
+int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy, double *virial) {
+    return execute(P, q, phi, field, 0, energy, virial);
+}
+
+int fmm_executef(fmm_plan *P, const float *q, float *phi, float *field, double *energy, double *virial) {
+    if (!P || !P->have_pts || P->gpu) return execute(P, q, phi, field, 1, energy, virial);
+    /* CPU plans: the double evaluation on widened copies */
+    const long n = plan_points(P);
+    double *qd = q ? malloc(sizeof(double) * (size_t)n) : NULL;
+    double *pd = phi ? malloc(sizeof(double) * (size_t)n) : NULL;
+    double *fd = field ? malloc(sizeof(double) * 3 * (size_t)n) : NULL;
+    int rc = (q && !qd) || (phi && !pd) || (field && !fd) ? FMM_ERR_NOMEM : FMM_OK;
+    if (!rc) {
+        for (long i = 0; qd && i < n; ++i) qd[i] = q[i];
+        rc = execute(P, qd, pd, fd, 0, energy, virial);
+    }
+    for (long i = 0; !rc && pd && i < n; ++i) phi[i] = (float)pd[i];
+    for (long i = 0; !rc && fd && i < 3 * n; ++i) field[i] = (float)fd[i];
+    free(qd), free(pd), free(fd);
     return rc;
 }
 

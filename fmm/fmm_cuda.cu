@@ -44,6 +44,7 @@ struct fmm_gpu {
     double *m2mT, *l2lT; /* [8 octants][nc in][nc out] */
     double *lattice, *bg;
     double *xyz, *qin, *xw;       /* caller order: input positions, charges, wrapped positions */
+    float *stage;                 /* [4n]: single-precision caller data on its way in or out */
     unsigned *key;                /* caller order: leaf of each particle */
     int *rank;                    /* caller order: its slot within the leaf */
     int *perm;                    /* tree position -> caller index */
@@ -353,6 +354,17 @@ __global__ void k_exclusions(long natoms, long n, const int *__restrict__ start,
     block_add(red, at, v);
 }
 
+/* single-precision caller data: widened on the way in, rounded on the way out */
+template <typename A, typename B> __global__ void k_convert(long n, const A *__restrict__ a, B *__restrict__ b) {
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) b[i] = (B)a[i];
+}
+template <typename A, typename B> static int convert(long n, const A *a, B *b, cudaStream_t st) {
+    const long nb = (n + 255) / 256;
+    k_convert<A, B><<<(unsigned)(nb < 4096 ? nb : 4096), 256, 0, st>>>(n, a, b);
+    CU(cudaGetLastError());
+    return FMM_OK;
+}
+
 /* ---------------------------------------------------------------- per-order dispatch */
 
 /* the per-order kernels live in fmm_cuda_orders_*.cu (five translation units compiled in parallel) */
@@ -411,7 +423,7 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     m2l_gpu_ops_free(&g->m2l);
     void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->xyz, g->qin, g->xw, g->key, g->rank, g->perm,
                     g->x, g->pk, g->cs, g->ce, g->cnt, g->lsum, g->chunk_end, g->chunk_leaf, g->stmp, g->far,
-                    g->near, g->out, g->W, g->U, g->geom, g->red, g->xstart, g->xpartner};
+                    g->near, g->out, g->W, g->U, g->geom, g->red, g->xstart, g->xpartner, g->stage};
     for (void *p : ptrs) cudaFree(p);
     if (g->s0) cudaStreamDestroy(g->s0);
     if (g->s1) cudaStreamDestroy(g->s1);
@@ -442,9 +454,13 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     }
     CU(cudaMalloc((void **)&g->geom, sizeof(double) * G_N));
     CU(cudaMalloc((void **)&g->red, sizeof(double) * RED_N));
-    CU(cudaStreamCreateWithFlags(&g->s0, cudaStreamNonBlocking));
-    CU(cudaStreamCreateWithFlags(&g->s1, cudaStreamNonBlocking));
-    CU(cudaStreamCreateWithFlags(&g->s2, cudaStreamNonBlocking));
+    /* the device's greatest stream priority (the graph runs at its launch stream's): in an MD step
+     * the FMM shares the GPU with the short-range kernels, and its result is what the host waits for */
+    int least, greatest;
+    CU(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CU(cudaStreamCreateWithPriority(&g->s0, cudaStreamNonBlocking, greatest));
+    CU(cudaStreamCreateWithPriority(&g->s1, cudaStreamNonBlocking, greatest));
+    CU(cudaStreamCreateWithPriority(&g->s2, cudaStreamNonBlocking, greatest));
     CU(cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&g->join, cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&g->fork2, cudaEventDisableTiming));
@@ -453,7 +469,7 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     CU(cudaEventCreate(&g->t1));
     CU(cudaEventCreateWithFlags(&g->forkl, cudaEventDisableTiming));
     for (int l = 0; l < 11; ++l) {
-        CU(cudaStreamCreateWithFlags(&g->sl[l], cudaStreamNonBlocking));
+        CU(cudaStreamCreateWithPriority(&g->sl[l], cudaStreamNonBlocking, greatest));
         CU(cudaEventCreateWithFlags(&g->joinl[l], cudaEventDisableTiming));
     }
     /* shared-memory opt-ins of this order's kernels, outside any capture */
@@ -481,13 +497,15 @@ extern "C" int fmm_gpu_create(const fmm_gpu_setup *s, fmm_gpu **out) {
 
 static int alloc_particles(fmm_gpu *g, long n) {
     if (n <= g->cap) return FMM_OK;
-    void *ptrs[] = {g->xyz, g->qin, g->xw, g->key, g->rank, g->perm, g->x, g->pk, g->far, g->near, g->out};
+    void *ptrs[] = {g->xyz, g->qin, g->xw, g->key, g->rank, g->perm, g->x, g->pk, g->far, g->near, g->out, g->stage};
     for (void *p : ptrs) cudaFree(p);
     g->xyz = g->qin = g->xw = g->x = g->far = g->near = g->out = NULL;
+    g->stage = NULL;
     g->key = NULL, g->rank = g->perm = NULL, g->pk = NULL;
     g->cap = 0;
     CU(cudaMalloc((void **)&g->xyz, sizeof(double) * 3 * n));
     CU(cudaMalloc((void **)&g->qin, sizeof(double) * n));
+    CU(cudaMalloc((void **)&g->stage, sizeof(float) * 4 * n));
     CU(cudaMalloc((void **)&g->xw, sizeof(double) * 3 * n));
     CU(cudaMalloc((void **)&g->key, sizeof(unsigned) * n));
     CU(cudaMalloc((void **)&g->rank, sizeof(int) * n));
@@ -707,7 +725,8 @@ static int graph_for(fmm_gpu *g, int v, cudaGraphExec_t *out) {
     return FMM_OK;
 }
 
-extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const double *xyz, const double lo[3], double side, int depth) {
+extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int f32, const double lo[3], double side,
+                              int depth) {
     if (n > 2147483647L) return FMM_ERR_NPTS;
     if (depth < 0 || depth > 10) return FMM_ERR_DEPTH;
     TRY(alloc_particles(g, n));
@@ -716,7 +735,12 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const double *xyz, const doubl
     TRY(sym_plans(g, depth));
     const double geom[G_N] = {lo[0], lo[1], lo[2], side, (double)(1L << KEYBITS) / side};
     CU(cudaMemcpyAsync(g->geom, geom, sizeof geom, cudaMemcpyHostToDevice, g->s0));
-    CU(cudaMemcpyAsync(g->xyz, xyz, sizeof(double) * 3 * n, cudaMemcpyHostToDevice, g->s0));
+    if (f32) {
+        CU(cudaMemcpyAsync(g->stage, xyz, sizeof(float) * 3 * n, cudaMemcpyHostToDevice, g->s0));
+        TRY(convert(3 * n, g->stage, g->xyz, g->s0));
+    } else {
+        CU(cudaMemcpyAsync(g->xyz, xyz, sizeof(double) * 3 * n, cudaMemcpyHostToDevice, g->s0));
+    }
     CU(cudaStreamSynchronize(g->s0));
     g->n = n, g->depth = depth;
     cudaGraphExec_t ex;
@@ -738,17 +762,29 @@ extern "C" int fmm_gpu_set_exclusions(fmm_gpu *g, long natoms, long npairs, cons
     return FMM_OK;
 }
 
-extern "C" int fmm_gpu_execute(fmm_gpu *g, const double *q, double *phi, double *field, double *energy,
+extern "C" int fmm_gpu_execute(fmm_gpu *g, const void *q, void *phi, void *field, int f32, double *energy,
                                double *virial, fmm_gpu_virial_parts *parts) {
     if (virial && g->periodic) return FMM_ERR_ARG; /* periodic: the caller assembles it from parts */
     const long n = g->n;
     cudaGraphExec_t ex;
     TRY(graph_for(g, parts && g->periodic, &ex));
-    if (q) CU(cudaMemcpyAsync(g->qin, q, sizeof(double) * n, cudaMemcpyHostToDevice, g->s0));
+    if (q && f32) {
+        CU(cudaMemcpyAsync(g->stage, q, sizeof(float) * n, cudaMemcpyHostToDevice, g->s0));
+        TRY(convert(n, g->stage, g->qin, g->s0));
+    } else if (q) {
+        CU(cudaMemcpyAsync(g->qin, q, sizeof(double) * n, cudaMemcpyHostToDevice, g->s0));
+    }
     CU(cudaGraphLaunch(ex, g->s0));
     double red[RED_N];
-    if (phi) CU(cudaMemcpyAsync(phi, g->out, sizeof(double) * n, cudaMemcpyDeviceToHost, g->s0));
-    if (field) CU(cudaMemcpyAsync(field, g->out + n, sizeof(double) * 3 * n, cudaMemcpyDeviceToHost, g->s0));
+    const size_t w = f32 ? sizeof(float) : sizeof(double);
+    const char *out = (const char *)g->out;
+    if (f32 && (phi || field)) { /* out is phi[n] then field[3n]: round what is asked for */
+        const long first = phi ? 0 : n;
+        TRY(convert(4 * n - first - (field ? 0 : 3 * n), g->out + first, g->stage + first, g->s0));
+        out = (const char *)g->stage;
+    }
+    if (phi) CU(cudaMemcpyAsync(phi, out, w * n, cudaMemcpyDeviceToHost, g->s0));
+    if (field) CU(cudaMemcpyAsync(field, out + w * n, w * 3 * n, cudaMemcpyDeviceToHost, g->s0));
     if (parts) CU(cudaMemcpyAsync(parts->wroot, g->W, sizeof(double) * g->nc, cudaMemcpyDeviceToHost, g->s0));
     CU(cudaMemcpyAsync(red, g->red, sizeof red, cudaMemcpyDeviceToHost, g->s0));
     CU(cudaStreamSynchronize(g->s0));

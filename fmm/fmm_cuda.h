@@ -36,9 +36,10 @@ typedef struct fmm_gpu_setup {
 int fmm_gpu_create(const fmm_gpu_setup *s, fmm_gpu **g);
 void fmm_gpu_destroy(fmm_gpu *g);
 
-/* Upload positions (caller order, already checked finite) for a tree of the given depth over
- * the cube [lo, lo + side)^3 (periodic: lo = 0, side = L, positions are wrapped on the device). */
-int fmm_gpu_setpts(fmm_gpu *g, long n, const double *xyz, const double lo[3], double side, int depth);
+/* Upload positions (caller order, already checked finite; double, or float with f32) for a tree
+ * of the given depth over the cube [lo, lo + side)^3 (periodic: lo = 0, side = L, positions are
+ * wrapped on the device). */
+int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int f32, const double lo[3], double side, int depth);
 
 /* What the periodic virial needs from an evaluation (fmm/fmm.c assembles it with the lattice
  * strain tables): sum_i F_i (x) Y_i (Y about the cell centre), the total force on the cell from
@@ -54,10 +55,10 @@ typedef struct fmm_gpu_virial_parts {
  * subtracted by the evaluation graph after the outputs (captured anew on the next execute). */
 int fmm_gpu_set_exclusions(fmm_gpu *g, long natoms, long npairs, const int *start, const int *partner);
 
-/* One evaluation; outputs may be NULL; q NULL: the charges on the device from the last call.
- * virial: open boundary only; periodic: pass parts (the first such call captures a second
- * graph that also gathers the image forces). */
-int fmm_gpu_execute(fmm_gpu *g, const double *q, double *phi, double *field, double *energy,
+/* One evaluation; outputs may be NULL; q NULL: the charges on the device from the last call;
+ * q, phi, field in double, or float with f32. virial: open boundary only; periodic: pass parts
+ * (the first such call captures a second graph that also gathers the image forces). */
+int fmm_gpu_execute(fmm_gpu *g, const void *q, void *phi, void *field, int f32, double *energy,
                     double *virial, fmm_gpu_virial_parts *parts);
 
 /* Replay the evaluation graph `reps` times (charges as last uploaded) and return each replay's

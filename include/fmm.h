@@ -121,6 +121,16 @@ int fmm_setpts(fmm_plan *plan, long n, const double *xyz);
 int fmm_execute(fmm_plan *plan, const double *q, double *phi, double *field, double *energy,
                 double *virial);
 
+/* Single-precision inputs and outputs (positions, charges, phi, field; energy and virial stay
+ * double), for callers that hold float data, such as MD codes: CUDA plans copy half the bytes
+ * to and from the device and widen or narrow there; the evaluation is the plan's (double or
+ * mixed) either way, and outputs are rounded to float. CPU plans convert and run the double
+ * path. Same arguments, rules and status codes as fmm_setpts / fmm_execute (q NULL reuses the
+ * kept charges, whichever precision they came in). */
+int fmm_setptsf(fmm_plan *plan, long n, const float *xyz);
+int fmm_executef(fmm_plan *plan, const float *q, float *phi, float *field, double *energy,
+                 double *virial);
+
 /* Excluded pairs (molecular topologies: bonded neighbours whose Coulomb interaction the force
  * field leaves out): pairs[2k], pairs[2k+1] are the indices (into the points of fmm_setpts) of
  * pair k. From then on fmm_execute leaves the direct term q_i q_j / r_ij of each pair out of

@@ -1045,6 +1045,49 @@ TEST(Execute, KeptChargesWithNullQ) {
     expect_good(p.p, other);
 }
 
+// The single-precision entry points: the double evaluation of the float inputs, outputs rounded
+// (relative differences at float rounding, 1e-7), the same refusals, kept charges across both.
+TEST(Execute, SinglePrecisionEntryPoints) {
+    System s = uniform(2500, 41);
+    for (auto &v : s.xyz) v = (float)v;
+    for (auto &v : s.q) v = (float)v;
+    std::vector<float> xf(s.xyz.begin(), s.xyz.end()), qf(s.q.begin(), s.q.end());
+    for (int periodic : {0, 1}) {
+        SCOPED_TRACE(periodic ? "periodic" : "open");
+        if (periodic && !periodic_available()) continue;
+        fmm_opts o = defaults();
+        o.periodic = periodic;
+        const double box[3] = {1, 1, 1};
+        Plan p(o, periodic ? box : nullptr);
+        ASSERT_EQ(p.rc, FMM_OK);
+        EXPECT_EQ(fmm_setptsf(p.p, s.n, nullptr), FMM_ERR_ARG);
+        EXPECT_EQ(fmm_setptsf(p.p, 0, xf.data()), FMM_ERR_NPTS);
+        std::vector<float> bad = xf;
+        bad[5] = std::numeric_limits<float>::quiet_NaN();
+        EXPECT_EQ(fmm_setptsf(p.p, s.n, bad.data()), FMM_ERR_NONFINITE);
+        EXPECT_EQ(fmm_executef(p.p, qf.data(), nullptr, nullptr, nullptr, nullptr), FMM_ERR_NOPTS);
+        ASSERT_EQ(fmm_setpts(p.p, s.n, s.xyz.data()), FMM_OK);
+        Out d;
+        ASSERT_EQ(execute_all(p.p, s, d), FMM_OK);
+        ASSERT_EQ(fmm_setptsf(p.p, s.n, xf.data()), FMM_OK);
+        std::vector<float> phi(s.n), field(3 * s.n);
+        double energy = 0;
+        std::array<double, 9> vir{};
+        bad = qf;
+        bad[9] = std::numeric_limits<float>::infinity();
+        EXPECT_EQ(fmm_executef(p.p, bad.data(), phi.data(), nullptr, nullptr, nullptr), FMM_ERR_NONFINITE);
+        ASSERT_EQ(fmm_executef(p.p, qf.data(), phi.data(), field.data(), &energy, vir.data()), FMM_OK);
+        EXPECT_LE(rel_err(std::vector<double>(phi.begin(), phi.end()), d.phi), 1e-7);
+        EXPECT_LE(rel_err(std::vector<double>(field.begin(), field.end()), d.field), 1e-7);
+        EXPECT_NEAR(energy, d.energy, 1e-12 * std::fabs(d.energy));
+        EXPECT_LE(rel_err9(vir, d.virial), 1e-12);
+        // kept charges serve the other precision too
+        Out k(s.n);
+        ASSERT_EQ(fmm_execute(p.p, nullptr, k.phi.data(), nullptr, nullptr, nullptr), FMM_OK);
+        EXPECT_LE(rel_err(k.phi, d.phi), 1e-14);
+    }
+}
+
 TEST(Exclusions, OpenBoundaryAgainstDirectSum) {
     std::mt19937_64 g(fresh_seed("Exclusions.OpenBoundaryAgainstDirectSum"));
     System s = uniform(3000, g());

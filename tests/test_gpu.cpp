@@ -352,6 +352,49 @@ TEST(GpuPlan, ExclusionsAndKeptChargesMatchCpu) {
         }
 }
 
+// fmm_setptsf / fmm_executef on the device: float data widened and rounded there, the same
+// evaluation as the double entry points (float-rounded inputs), each output alone as well.
+TEST(GpuPlan, SinglePrecisionEntryPointsMatchDouble) {
+    SKIP_WITHOUT_GPU();
+    std::mt19937_64 g(test_seed());
+    const double L = 2.0, box[3] = {L, L, L};
+    std::vector<double> xyz, q;
+    random_set(g, 20000, L, 0.5, xyz, q);
+    for (auto &v : xyz) v = (float)v;
+    for (auto &v : q) v = (float)v;
+    const std::vector<float> xf(xyz.begin(), xyz.end()), qf(q.begin(), q.end());
+    const long n = (long)q.size();
+    for (int mixed : {0, 1}) {
+        SCOPED_TRACE(mixed ? "mixed" : "double");
+        fmm_opts o;
+        fmm_default_opts(&o);
+        o.order = 7, o.periodic = 1, o.device = FMM_DEVICE_CUDA;
+        o.precision = mixed ? FMM_PRECISION_MIXED : FMM_PRECISION_DOUBLE;
+        fmm_plan *p = nullptr;
+        ASSERT_EQ(fmm_makeplan(&o, box, &p), FMM_OK);
+        Out d;
+        d.phi.resize(n), d.field.resize(3 * n);
+        ASSERT_EQ(fmm_setpts(p, n, xyz.data()), FMM_OK);
+        ASSERT_EQ(fmm_execute(p, q.data(), d.phi.data(), d.field.data(), &d.energy, d.virial), FMM_OK);
+        ASSERT_EQ(fmm_setptsf(p, n, xf.data()), FMM_OK);
+        std::vector<float> phi(n, NAN), field(3 * n, NAN), phi1(n, NAN), field1(3 * n, NAN);
+        double energy = 0, vir[9];
+        ASSERT_EQ(fmm_executef(p, qf.data(), phi.data(), field.data(), &energy, vir), FMM_OK);
+        ASSERT_EQ(fmm_executef(p, nullptr, phi1.data(), nullptr, nullptr, nullptr), FMM_OK);
+        ASSERT_EQ(fmm_executef(p, nullptr, nullptr, field1.data(), nullptr, nullptr), FMM_OK);
+        const std::vector<double> ph(phi.begin(), phi.end()), fi(field.begin(), field.end());
+        const std::vector<double> ph1(phi1.begin(), phi1.end()), fi1(field1.begin(), field1.end());
+        // float rounding of the outputs, plus (mixed) the run-to-run order of the float sums
+        const double tol = mixed ? 1e-6 : 1e-7;
+        EXPECT_LT(rel(ph, d.phi), tol);
+        EXPECT_LT(rel(fi, d.field), tol);
+        EXPECT_LT(rel(ph1, d.phi), tol);
+        EXPECT_LT(rel(fi1, d.field), tol);
+        EXPECT_LT(std::fabs(energy - d.energy), (mixed ? 1e-7 : 1e-12) * std::fabs(d.energy));
+        fmm_destroy(p);
+    }
+}
+
 TEST(GpuPlan, RejectsWhatItCannotDo) {
     SKIP_WITHOUT_GPU();
     fmm_opts o;

@@ -120,6 +120,7 @@ struct FmmParameters
 
 /*! \brief Host array for the FMM's inputs and outputs: page-locked where the library has a
  * CUDA device (fmm_host_alloc), so that the per-step copies run at full speed */
+template<class T>
 class FmmHostArray
 {
 public:
@@ -135,21 +136,40 @@ public:
         }
         fmm_host_free(p_);
         n_ = 0;
-        p_ = static_cast<double*>(fmm_host_alloc(sizeof(double) * n));
+        p_ = static_cast<T*>(fmm_host_alloc(sizeof(T) * n));
         if (p_ == nullptr)
         {
             GMX_THROW(InternalError(formatString("FMM module: no memory for %zu values", n)));
         }
         n_ = n;
     }
-    double*       data() { return p_; }
-    double&       operator[](size_t i) { return p_[i]; }
-    const double& operator[](size_t i) const { return p_[i]; }
+    T*       data() { return p_; }
+    T&       operator[](size_t i) { return p_[i]; }
+    const T& operator[](size_t i) const { return p_[i]; }
 
 private:
-    double* p_ = nullptr;
+    T*     p_ = nullptr;
     size_t  n_ = 0;
 };
+
+/* The library's entry points in GROMACS's own precision (float in a mixed-precision build, where
+ * the positions are float already): half the bytes to and from the device */
+int fmmSetpts(fmm_plan* p, long n, const float* xyz)
+{
+    return fmm_setptsf(p, n, xyz);
+}
+int fmmSetpts(fmm_plan* p, long n, const double* xyz)
+{
+    return fmm_setpts(p, n, xyz);
+}
+int fmmExecute(fmm_plan* p, const float* q, float* field, double* energy, double* virial)
+{
+    return fmm_executef(p, q, nullptr, field, energy, virial);
+}
+int fmmExecute(fmm_plan* p, const double* q, double* field, double* energy, double* virial)
+{
+    return fmm_execute(p, q, nullptr, field, energy, virial);
+}
 
 std::string fmmStatusText(int rc)
 {
@@ -533,7 +553,7 @@ public:
             }
         }
         const auto t1 = std::chrono::steady_clock::now();
-        check(fmm_setpts(plan_, n, xyz_.data()), "fmm_setpts");
+        check(fmmSetpts(plan_, n, xyz_.data()), "fmm_setpts");
         const auto t2 = std::chrono::steady_clock::now();
 
         ForceWithVirial& fwv        = out->forceWithVirial_;
@@ -541,8 +561,7 @@ public:
         double           energy     = 0;
         double           w[9]       = { 0 };
         // the charges go to the plan (the device) once; later calls reuse them (q = NULL)
-        check(fmm_execute(plan_, chargesSent_ ? nullptr : q_.data(), nullptr, field_.data(), &energy,
-                          wantVirial ? w : nullptr),
+        check(fmmExecute(plan_, chargesSent_ ? nullptr : q_.data(), field_.data(), &energy, wantVirial ? w : nullptr),
               "fmm_execute");
         chargesSent_ = true;
         const auto t3 = std::chrono::steady_clock::now();
@@ -663,9 +682,9 @@ private:
     double               prefactor_       = 1;
     bool                 infoLogged_      = false;
     bool                 chargesSent_     = false; // the plan keeps the charges of its first execute
-    FmmHostArray         xyz_;
-    FmmHostArray         field_;
-    FmmHostArray         q_;
+    FmmHostArray<real>   xyz_;
+    FmmHostArray<real>   field_;
+    FmmHostArray<real>   q_;
     bool                 timing_     = false; // environment GMX_FMM_TIMING: log where the time goes
     int                  timedCalls_ = 0;
     double               timeMs_[4]  = { 0 };
