@@ -2,77 +2,93 @@
 
 #include <math.h>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
+#include "core/simd.h"
 
-/* 1/sqrt(r2) to ~1 ulp: 14-bit hardware estimate, two Newton steps (14 -> 28 -> 56 bits).
- * Lanes outside `valid` (self pairs, r2 = 0, and the loop tail) are zero. */
-static inline __m512d rsqrt_masked(__m512d r2, __mmask8 valid) {
-    const __m512d half = _mm512_set1_pd(0.5), three_half = _mm512_set1_pd(1.5);
-    __m512d y = _mm512_maskz_rsqrt14_pd(valid, r2);
-    __m512d h = _mm512_mul_pd(half, r2);
-    y = _mm512_mul_pd(y, _mm512_fnmadd_pd(h, _mm512_mul_pd(y, y), three_half));
-    y = _mm512_mul_pd(y, _mm512_fnmadd_pd(h, _mm512_mul_pd(y, y), three_half));
-    return y;
+/* The pair sums with the exact 1/sqrt, one pair at a time: for the calls whose distances leave
+ * the range of the SIMD estimate (core/simd.h) */
+static void p2p_exact(long i, const double *tx, const double *ty, const double *tz, long ns,
+                      const double *sx, const double *sy, const double *sz, const double *sq,
+                      const double shift[3], double out[4]) {
+    const double xi = tx[i] - shift[0], yi = ty[i] - shift[1], zi = tz[i] - shift[2];
+    double p = 0.0, fx = 0.0, fy = 0.0, fz = 0.0;
+    for (long j = 0; j < ns; ++j) {
+        double dx = xi - sx[j], dy = yi - sy[j], dz = zi - sz[j];
+        double r2 = dx * dx + dy * dy + dz * dz;
+        if (!(r2 > 0.0)) continue;
+        double rinv = 1.0 / sqrt(r2), qr = sq[j] * rinv, qr3 = qr * rinv * rinv;
+        p += qr;
+        fx += qr3 * dx;
+        fy += qr3 * dy;
+        fz += qr3 * dz;
+    }
+    out[0] = p, out[1] = fx, out[2] = fy, out[3] = fz;
+}
+
+/* the squared extent of the box around targets and shifted sources bounds every r^2 */
+static double extent2(long nt, const double *tx, const double *ty, const double *tz, long ns,
+                      const double *sx, const double *sy, const double *sz, const double shift[3]) {
+    const double *c[2][3] = {{tx, ty, tz}, {sx, sy, sz}};
+    const long n[2] = {nt, ns};
+    double e2 = 0;
+    for (int d = 0; d < 3; ++d) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (int s = 0; s < 2; ++s)
+            for (long k = 0; k < n[s]; ++k) {
+                double v = c[s][d][k] + (s ? shift[d] : 0.0);
+                lo = v < lo ? v : lo;
+                hi = v > hi ? v : hi;
+            }
+        e2 += (hi - lo) * (hi - lo);
+    }
+    return e2;
+}
+
+static inline __attribute__((always_inline)) void
+p2p_step(simd_d xi, simd_d yi, simd_d zi, simd_d sx, simd_d sy, simd_d sz, simd_d q, simd_d *p,
+         simd_d *fx, simd_d *fy, simd_d *fz) {
+    simd_d dx = xi - sx, dy = yi - sy, dz = zi - sz;
+    simd_d r2 = dx * dx + dy * dy + dz * dz;
+    /* the self pair (r2 = 0) gives NaN in the refinement; it is masked to 0 */
+    simd_d rinv = simd_select0(r2 > 0.0, simd_rsqrt(r2));
+    simd_d qr = q * rinv, qr3 = qr * rinv * rinv;
+    *p += qr;
+    *fx += qr3 * dx;
+    *fy += qr3 * dy;
+    *fz += qr3 * dz;
 }
 
 void p2p(long nt, const double *tx, const double *ty, const double *tz, long ns,
          const double *sx, const double *sy, const double *sz, const double *sq,
          const double shift[3], double *phi, double *ex, double *ey, double *ez) {
-    const __m512d zero = _mm512_setzero_pd();
+    /* above float's range the estimate would give 0, not NaN: such calls go the exact way
+       (below it, NaN, caught per target) */
+    const int exact = nt > 0 && ns > 0 &&
+                      !simd_rsqrt_range_ok(0x1p-120, extent2(nt, tx, ty, tz, ns, sx, sy, sz, shift));
+    const long nv = ns - ns % SIMD_W;
     for (long i = 0; i < nt; ++i) {
-        const __m512d xi = _mm512_set1_pd(tx[i] - shift[0]), yi = _mm512_set1_pd(ty[i] - shift[1]),
-                      zi = _mm512_set1_pd(tz[i] - shift[2]);
-        __m512d p = zero, fx = zero, fy = zero, fz = zero;
-        for (long j = 0; j < ns; j += 8) {
-            __mmask8 in = ns - j >= 8 ? 0xff : (__mmask8)((1u << (ns - j)) - 1);
-            __m512d dx = _mm512_sub_pd(xi, _mm512_maskz_loadu_pd(in, sx + j));
-            __m512d dy = _mm512_sub_pd(yi, _mm512_maskz_loadu_pd(in, sy + j));
-            __m512d dz = _mm512_sub_pd(zi, _mm512_maskz_loadu_pd(in, sz + j));
-            __m512d q = _mm512_maskz_loadu_pd(in, sq + j);
-            __m512d r2 = _mm512_fmadd_pd(dx, dx, _mm512_fmadd_pd(dy, dy, _mm512_mul_pd(dz, dz)));
-            __mmask8 valid = _mm512_mask_cmp_pd_mask(in, r2, zero, _CMP_GT_OQ);
-            __m512d rinv = rsqrt_masked(r2, valid);
-            __m512d qr = _mm512_mul_pd(q, rinv);
-            __m512d qr3 = _mm512_mul_pd(qr, _mm512_mul_pd(rinv, rinv));
-            p = _mm512_add_pd(p, qr);
-            fx = _mm512_fmadd_pd(qr3, dx, fx);
-            fy = _mm512_fmadd_pd(qr3, dy, fy);
-            fz = _mm512_fmadd_pd(qr3, dz, fz);
+        double out[4];
+        if (!exact) {
+            const double xs = tx[i] - shift[0], ys = ty[i] - shift[1], zs = tz[i] - shift[2];
+            const simd_d xi = simd_set1(xs), yi = simd_set1(ys), zi = simd_set1(zs);
+            simd_d p = {0}, fx = {0}, fy = {0}, fz = {0};
+            for (long j = 0; j < nv; j += SIMD_W)
+                p2p_step(xi, yi, zi, simd_load(sx + j), simd_load(sy + j), simd_load(sz + j),
+                         simd_load(sq + j), &p, &fx, &fy, &fz);
+            if (nv < ns) { /* the tail, padded with charge-free copies of the target */
+                simd_d bx = xi, by = yi, bz = zi, bq = {0};
+                for (long j = nv; j < ns; ++j)
+                    bx[j - nv] = sx[j], by[j - nv] = sy[j], bz[j - nv] = sz[j], bq[j - nv] = sq[j];
+                p2p_step(xi, yi, zi, bx, by, bz, bq, &p, &fx, &fy, &fz);
+            }
+            out[0] = simd_sum(p), out[1] = simd_sum(fx), out[2] = simd_sum(fy), out[3] = simd_sum(fz);
         }
-        phi[i] += _mm512_reduce_add_pd(p);
-        ex[i] += _mm512_reduce_add_pd(fx);
-        ey[i] += _mm512_reduce_add_pd(fy);
-        ez[i] += _mm512_reduce_add_pd(fz);
+        /* a NaN here is a distance below float's range (or a NaN input, which the plans
+           reject): the exact sums decide */
+        if (exact || !isfinite(out[0] + out[1] + out[2] + out[3]))
+            p2p_exact(i, tx, ty, tz, ns, sx, sy, sz, sq, shift, out);
+        phi[i] += out[0];
+        ex[i] += out[1];
+        ey[i] += out[2];
+        ez[i] += out[3];
     }
 }
-
-#else
-
-void p2p(long nt, const double *tx, const double *ty, const double *tz, long ns,
-         const double *sx, const double *sy, const double *sz, const double *sq,
-         const double shift[3], double *phi, double *ex, double *ey, double *ez) {
-    for (long i = 0; i < nt; ++i) {
-        const double xi = tx[i] - shift[0], yi = ty[i] - shift[1], zi = tz[i] - shift[2];
-        double p = 0.0, fx = 0.0, fy = 0.0, fz = 0.0;
-#pragma omp simd reduction(+ : p, fx, fy, fz)
-        for (long j = 0; j < ns; ++j) {
-            double dx = xi - sx[j], dy = yi - sy[j], dz = zi - sz[j];
-            double r2 = dx * dx + dy * dy + dz * dz;
-            /* branch-free so that the loop vectorises; the self pair (r2 = 0) gives 0 */
-            double rinv = 1.0 / sqrt(r2 > 0.0 ? r2 : 1.0);
-            rinv = r2 > 0.0 ? rinv : 0.0;
-            double qr = sq[j] * rinv, qr3 = qr * rinv * rinv;
-            p += qr;
-            fx += qr3 * dx;
-            fy += qr3 * dy;
-            fz += qr3 * dz;
-        }
-        phi[i] += p;
-        ex[i] += fx;
-        ey[i] += fy;
-        ez[i] += fz;
-    }
-}
-
-#endif

@@ -15,7 +15,7 @@
  * so M's entries lose the least to cancellation. */
 #include <math.h>
 
-#include "rbf/mq_sqrt.h"
+#include "core/simd.h"
 #include "rbf/rbf_internal.h"
 
 typedef double vd __attribute__((vector_size(8 * RBF_LANES)));
@@ -26,12 +26,14 @@ long rbf_local_work(int q) {
     return (long)RBF_LANES * (q + (long)q * (q - 1) / 2);
 }
 
-static inline void vsqrt(vd *a) {
-#if defined(__AVX512F__) && RBF_LANES == 8
-    *a = (vd)rbf_mq_sqrt((__m512d)*a);
-#else
-    for (int v = 0; v < RBF_LANES; ++v) (*a)[v] = sqrt((*a)[v]);
-#endif
+/* sqrt of every lane: the SIMD estimate (core/simd.h) in pieces of SIMD_W, or exactly where
+   the arguments leave its range */
+static inline void vsqrt(vd *a, int exact) {
+    if (exact) {
+        for (int v = 0; v < RBF_LANES; ++v) (*a)[v] = sqrt((*a)[v]);
+        return;
+    }
+    for (int v = 0; v < RBF_LANES; v += SIMD_W) simd_store(&(*a)[v], simd_sqrt(simd_load(&(*a)[v])));
 }
 
 /* Columns b .. b+3 of R (1 or RBF_CHOL_ROWS) rows of the packed factor (rows[r], all rows
@@ -70,10 +72,26 @@ int rbf_local_solve(int q, const int *cnt, const double *px_, const double *py_,
     }
     int m = s - 1;
     double c = sqrt(c2);
+    /* r^2 + c^2 within a set is at most its squared extent + c^2 */
+    double e2 = 0;
+    for (int v = 0; v < RBF_LANES; ++v) {
+        double s2 = 0;
+        for (int d = 0; d < 3; ++d) {
+            const vd *pd = d == 0 ? px : d == 1 ? py : pz;
+            double lo = pd[0][v], hi = lo;
+            for (int i = 1; i < cnt[v]; ++i) {
+                lo = pd[i][v] < lo ? pd[i][v] : lo;
+                hi = pd[i][v] > hi ? pd[i][v] : hi;
+            }
+            s2 += (hi - lo) * (hi - lo);
+        }
+        e2 = s2 > e2 ? s2 : e2;
+    }
+    const int exact = !simd_rsqrt_range_ok(c2, e2 + c2);
     for (int i = 1; i < s; ++i) {
         vd dx = px[i] - px[0], dy = py[i] - py[0], dz = pz[i] - pz[0];
         d0[i] = dx * dx + dy * dy + dz * dz + c2;
-        vsqrt(&d0[i]);
+        vsqrt(&d0[i], exact);
     }
     /* M, packed lower rows: row a (point a + 1) starts at a (a + 1) / 2 */
     for (int a = 0; a < m; ++a) {
@@ -82,7 +100,7 @@ int rbf_local_solve(int q, const int *cnt, const double *px_, const double *py_,
         for (int b = 0; b <= a; ++b) {
             vd dx = xa - px[b + 1], dy = ya - py[b + 1], dz = za - pz[b + 1];
             vd r = dx * dx + dy * dy + dz * dz + c2;
-            vsqrt(&r);
+            vsqrt(&r, exact);
             row[b] = da + d0[b + 1] - r;
         }
     }

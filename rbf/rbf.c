@@ -342,8 +342,7 @@ int rbf_plan_apply(fmm_rbf_plan *p, const double *w, long m, const double *tx, c
     if (p->gpu) return rbf_cuda_matvec(p->gpu, p->c2, w, tx ? m : p->n, tx, ty, tz, out);
 #endif
     if (!tx) return rbf_direct_self_cpu(p->n, p->x, p->y, p->z, w, p->c2, out, p->threads);
-    rbf_direct_cpu(p->n, p->x, p->y, p->z, 1, w, p->c2, m, tx, ty, tz, out, p->threads);
-    return 0;
+    return rbf_direct_cpu(p->n, p->x, p->y, p->z, 1, w, p->c2, m, tx, ty, tz, out, p->threads);
 }
 
 int fmm_rbf_matvec(fmm_rbf_plan *p, const double *w, double *out, double *ms) {
@@ -520,7 +519,7 @@ int rbf_eval(fmm_rbf_plan *p, int nw, const double *lambda, const double *alpha,
     for (long i = 0; i < m; ++i) t[i] = xyz[3 * i], t[m + i] = xyz[3 * i + 1], t[2 * m + i] = xyz[3 * i + 2];
     int rc = 0;
     if (p->matvec == FMM_RBF_MATVEC_DIRECT && !p->gpu) /* one kernel value for all nw sums */
-        rbf_direct_cpu(p->n, p->x, p->y, p->z, nw, lambda, p->c2, m, t, t + m, t + 2 * m, s, p->threads);
+        rc = rbf_direct_cpu(p->n, p->x, p->y, p->z, nw, lambda, p->c2, m, t, t + m, t + 2 * m, s, p->threads);
     else
         for (int k = 0; k < nw && !rc; ++k) rc = rbf_plan_apply(p, lambda + k * p->n, m, t, t + m, t + 2 * m, s + k * m);
     free(t);

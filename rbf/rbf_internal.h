@@ -11,8 +11,8 @@ extern "C" {
 
 /* ---- direct sum on the CPU: out[i] = sum_j w[j] sqrt(|t_i - s_j|^2 + c2), OpenMP ---- */
 #define RBF_MAXW 3 /* weight vectors per pass (mesh deformation: the three components) */
-/* nw (1 .. RBF_MAXW) weight vectors w + k ns, results out + k m */
-void rbf_direct_cpu(long ns, const double *sx, const double *sy, const double *sz, int nw,
+/* nw (1 .. RBF_MAXW) weight vectors w + k ns, results out + k m; FMM_ERR_NOMEM */
+int rbf_direct_cpu(long ns, const double *sx, const double *sy, const double *sz, int nw,
                     const double *w, double c2, long m, const double *tx, const double *ty,
                     const double *tz, double *out, int threads);
 /* the same at the centres themselves (Phi w, symmetric: each pair once); FMM_ERR_NOMEM */

@@ -12,6 +12,7 @@
 
 #include "core/harmonics.h"
 #include "core/octree.h"
+#include "core/p2p.h"
 #include "core/sort.h"
 #include "m2l/m2l_cpu.h"
 #include "m2l/operators.h"
@@ -336,4 +337,72 @@ TEST(Octree, RejectsCoincidentPoints) {
     octree t;
     const double lo[3] = {0, 0, 0};
     EXPECT_NE(oct_build(&t, 3, xyz.data(), lo, 1.0, -1, 1, 0), 0);
+}
+
+// One pair at a time, r across 36 decades with random mantissas and directions: the SIMD
+// reciprocal square root (core/simd.h: hardware estimate + series) against long double. A
+// series one term short for the estimate's precision leaves ~1e-13 (AVX2's 12-bit estimate
+// without its e^4 term), so the bound of 4 ulp (r^2's own rounding is up to 1.5 ulp) tells.
+TEST(P2P, PairAccuracyAcrossScales) {
+    std::mt19937_64 g(seed_from_env());
+    std::uniform_real_distribution<double> u(-1.0, 1.0), dec(-18.0, 18.0);
+    const double zero[3] = {0, 0, 0};
+    double worst = 0, worst_f = 0;
+    for (int k = 0; k < 20000; ++k) {
+        double d[3] = {u(g), u(g), u(g)}, s = std::pow(10.0, dec(g)) / std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        double t[3] = {0.3, -0.2, 0.1}, src[3], q = 1.0;
+        for (int a = 0; a < 3; ++a) src[a] = t[a] - s * d[a];
+        double dx = t[0] - src[0], dy = t[1] - src[1], dz = t[2] - src[2];
+        long double r2 = (long double)dx * dx + (long double)dy * dy + (long double)dz * dz;
+        long double rinv = 1.0L / std::sqrt(r2), e3 = rinv * rinv * rinv;
+        double phi = 0, e[3] = {0, 0, 0};
+        p2p(1, &t[0], &t[1], &t[2], 1, &src[0], &src[1], &src[2], &q, zero, &phi, &e[0], &e[1], &e[2]);
+        worst = std::max(worst, (double)std::fabs((phi - rinv) / rinv));
+        long double ref[3] = {dx * e3, dy * e3, dz * e3};
+        long double en = std::sqrt(ref[0] * ref[0] + ref[1] * ref[1] + ref[2] * ref[2]);
+        for (int a = 0; a < 3; ++a) worst_f = std::max(worst_f, (double)(std::fabs(e[a] - ref[a]) / en));
+    }
+    std::cout << "worst relative error: potential " << worst << ", field " << worst_f << "\n";
+    EXPECT_LT(worst, 4 * 2.2e-16);
+    EXPECT_LT(worst_f, 8 * 2.2e-16);
+}
+
+// Leaf-sized blocks (tails of every length, self pairs skipped) at ordinary and at extreme
+// scales: distances below float's range (1e-25, where the SIMD estimate gives NaN) and
+// extents beyond it (1e25) must take the exact path and give the same relative accuracy.
+TEST(P2P, BlocksAtEveryScaleMatchLongDouble) {
+    std::mt19937_64 g(seed_from_env());
+    const double c[3] = {0.0, 0.0, 0.0};
+    for (double scale : {1.0, 1e-25, 1e25, 3e-12})
+        for (int ns : {1, 3, 4, 7, 8, 9, 31, 64}) {
+            Charges s = cluster(g, ns, c, 1.0);
+            for (int j = 0; j < ns; ++j) s.x[j] *= scale, s.y[j] *= scale, s.z[j] *= scale;
+            const double shift[3] = {0.5 * scale, 0.0, -0.25 * scale};
+            /* targets: the first 3 sources shifted back (self pairs) and two more points */
+            std::vector<double> tx, ty, tz;
+            for (int j = 0; j < std::min(ns, 3); ++j)
+                tx.push_back(s.x[j] + shift[0]), ty.push_back(s.y[j] + shift[1]), tz.push_back(s.z[j] + shift[2]);
+            tx.push_back(2.5 * scale), ty.push_back(0.1 * scale), tz.push_back(-0.3 * scale);
+            tx.push_back(-0.7 * scale), ty.push_back(0.2 * scale), tz.push_back(0.9 * scale);
+            long nt = (long)tx.size();
+            std::vector<double> phi(nt, 0.0), ex(nt, 0.0), ey(nt, 0.0), ez(nt, 0.0);
+            p2p(nt, tx.data(), ty.data(), tz.data(), ns, s.x.data(), s.y.data(), s.z.data(), s.q.data(),
+                shift, phi.data(), ex.data(), ey.data(), ez.data());
+            for (long i = 0; i < nt; ++i) {
+                long double ref[4] = {0, 0, 0, 0}, mag[2] = {0, 0};
+                for (int j = 0; j < ns; ++j) {
+                    double dx = tx[i] - shift[0] - s.x[j], dy = ty[i] - shift[1] - s.y[j], dz = tz[i] - shift[2] - s.z[j];
+                    long double r2 = (long double)dx * dx + (long double)dy * dy + (long double)dz * dz;
+                    if (r2 == 0) continue;
+                    long double ri = 1.0L / std::sqrt(r2), q3 = s.q[j] * ri * ri * ri;
+                    ref[0] += s.q[j] * ri, ref[1] += q3 * dx, ref[2] += q3 * dy, ref[3] += q3 * dz;
+                    mag[0] += std::fabs(s.q[j]) * ri, mag[1] += std::fabs(s.q[j]) * ri * ri;
+                }
+                ASSERT_TRUE(std::isfinite(phi[i])) << "scale " << scale << " ns " << ns;
+                EXPECT_LE(std::fabs(phi[i] - ref[0]), 1e-15 * ns * mag[0]) << "scale " << scale << " ns " << ns;
+                EXPECT_LE(std::fabs(ex[i] - ref[1]), 1e-15 * ns * mag[1]) << "scale " << scale << " ns " << ns;
+                EXPECT_LE(std::fabs(ey[i] - ref[2]), 1e-15 * ns * mag[1]) << "scale " << scale << " ns " << ns;
+                EXPECT_LE(std::fabs(ez[i] - ref[3]), 1e-15 * ns * mag[1]) << "scale " << scale << " ns " << ns;
+            }
+        }
 }
