@@ -13,9 +13,9 @@
  * Simd.*).
  *
  * Range: with the float estimate, a must lie in float's normal range (about 1.2e-38 to 3.4e38):
- * below it the estimate is infinite and the result NaN, above it zero. Callers either bound
- * their arguments (the multiquadric's a >= c^2 on a scaled problem) or check the finiteness of
- * what they sum and redo it exactly (core/p2p.c). */
+ * below it the estimate is infinite and the result NaN, above it zero. Callers check their
+ * arguments' range up front (simd_rsqrt_range_ok) or the finiteness of what they sum, and do
+ * those calls exactly (core/p2p.c, rbf/). */
 #ifndef FMM_CORE_SIMD_H
 #define FMM_CORE_SIMD_H
 
@@ -61,17 +61,6 @@ static inline double simd_sum(simd_d v) {
 static inline simd_d simd_select0(simd_l mask, simd_d v) {
     return (simd_d)(mask & (simd_l)v);
 }
-/* lanes rotated down by one: out[k] = v[(k + 1) % SIMD_W] */
-static inline simd_d simd_rotate(simd_d v) {
-#if SIMD_W == 8
-    return __builtin_shuffle(v, (simd_l){1, 2, 3, 4, 5, 6, 7, 0});
-#elif SIMD_W == 4
-    return __builtin_shuffle(v, (simd_l){1, 2, 3, 0});
-#else
-    return __builtin_shuffle(v, (simd_l){1, 0});
-#endif
-}
-
 /* the hardware estimate of 1/sqrt(a) (see the top) */
 static inline simd_d simd_rsqrt_estimate(simd_d a) {
 #if defined(__AVX512F__)
@@ -113,12 +102,25 @@ static inline simd_d simd_rsqrt(simd_d a) {
     return y + y * simd_rsqrt_series(e);
 }
 
-/* sqrt(a) = a / sqrt(a), about 1 ulp (g = a y0 first, so a y0^2 is formed as g y0) */
+/* sqrt(a), about 1 ulp (correctly rounded where the hardware square root is used). With AVX-512:
+ * a y0 refined by the series (g = a y0 first, so a y0^2 is formed as g y0). Otherwise the
+ * hardware square root: on Zen 3 (AVX2) it beats the float estimate + series, whose two
+ * conversions cost more than the divider (a multiquadric pair sum: 0.80 against 1.07-1.44
+ * ns/pair on one idle core); 1/sqrt is another matter, as it needs a divide as well. */
 static inline simd_d simd_sqrt(simd_d a) {
+#if defined(__AVX512F__)
     simd_d y = simd_rsqrt_estimate(a);
     simd_d g = a * y;
     simd_d e = 1.0 - g * y;
     return g + g * simd_rsqrt_series(e);
+#elif defined(__AVX__)
+    return (simd_d)_mm256_sqrt_pd((__m256d)a);
+#elif defined(__SSE2__)
+    return (simd_d)_mm_sqrt_pd((__m128d)a);
+#else
+    for (int k = 0; k < SIMD_W; ++k) a[k] = sqrt(a[k]);
+    return a;
+#endif
 }
 
 #endif

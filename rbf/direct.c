@@ -1,9 +1,9 @@
 /* Direct multiquadric sums on the CPU: out_i = sum_j w_j sqrt(|t_i - s_j|^2 + c^2), in SIMD
  * vectors of SIMD_W doubles (core/simd.h: 8 with AVX-512, 4 with AVX2). Two targets per pass
  * over a source tile; the mat-vec at the centres uses the symmetry of Phi: each pair is
- * evaluated once and feeds both ends (blocks of SIMD_W centres against SIMD_W by lane
- * rotation), half the square roots of the target form. The points are copied into arrays
- * padded to whole vectors (weight 0 in the padding), so the kernels have no tails. */
+ * evaluated once and feeds both its row and its column (two rows against a stream of columns),
+ * half the square roots of the target form. The points are copied into arrays padded to whole
+ * vectors (weight 0 in the padding), so the kernels have no tails. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -15,12 +15,9 @@
 #define W SIMD_W
 #define RBF_TILE 4096
 #define RBF_CHUNK 64 /* targets per work item of the target sums (even) */
-/* centres per tile of the symmetric sum: 2048 (64 KiB of x y z w) stay in L2 while the rows
-   stream past them */
-#define RBF_SYM_TILE (2048 / W)
-/* row blocks per rotation of a source block: with 32 registers (AVX-512) two row blocks share
-   each rotation's 5 permutes; with 16 (AVX2) one, or the row block's registers spill */
-#define RBF_SYM_R (W == 8 ? 2 : 1)
+/* columns per tile of the symmetric sum: 2048 (80 KiB of x y z w and the thread's o) stay in L2
+   while the row pairs stream past them (a multiple of W and even) */
+#define RBF_SYM_TILE 2048
 
 /* sqrt(a): the SIMD estimate, or exactly where a leaves its range (then the compiler's
    vector square root) */
@@ -97,71 +94,59 @@ pair_tile(int NW, long ns, const double *sx, const double *sy, const double *sz,
     }
 }
 
-/* Rows of the R blocks bi .. bi + R - 1 against the blocks [jb, je) (all past them) and, if
- * diag, each block against itself (which gives the diagonal term c w_i too). A source block is
- * rotated one lane at a time through all W alignments, its accumulator with it, so after W
- * steps both are back in place. Padding lanes carry w = 0. */
+/* Rows i and i + 1 against the columns [j0, j1) (all past i + 1; j1 a multiple of W): each kernel
+ * value feeds both its row and its column (o[j], streamed through the vectors). */
 static inline __attribute__((always_inline)) void
-sym_rows(int R, const double *x, const double *y, const double *z, const double *w, simd_d cc,
-         int exact, long bi, int diag, long jb, long je, double *o) {
-    simd_d xi[RBF_SYM_R], yi[RBF_SYM_R], zi[RBF_SYM_R], wi[RBF_SYM_R], ai[RBF_SYM_R];
-    for (int k = 0; k < R; ++k) {
-        long i = W * (bi + k);
-        xi[k] = simd_load(x + i), yi[k] = simd_load(y + i), zi[k] = simd_load(z + i);
-        wi[k] = simd_load(w + i), ai[k] = simd_set1(0.0);
-        if (!diag) continue;
-        simd_d xj = xi[k], yj = yi[k], zj = zi[k], wj = wi[k];
-        for (int r = 0; r < W; ++r) {
-            ai[k] += wj * mq_pair(xi[k], yi[k], zi[k], xj, yj, zj, cc, exact);
-            xj = simd_rotate(xj), yj = simd_rotate(yj), zj = simd_rotate(zj), wj = simd_rotate(wj);
-        }
+sym_rows2(const double *x, const double *y, const double *z, const double *w, double c2, int exact,
+          long i, long j0, long j1, double *o) {
+    const simd_d cc = simd_set1(c2);
+    const simd_d x0 = simd_set1(x[i]), y0 = simd_set1(y[i]), z0 = simd_set1(z[i]);
+    const simd_d x1 = simd_set1(x[i + 1]), y1 = simd_set1(y[i + 1]), z1 = simd_set1(z[i + 1]);
+    const simd_d w0 = simd_set1(w[i]), w1 = simd_set1(w[i + 1]);
+    simd_d a0 = simd_set1(0.0), a1 = simd_set1(0.0);
+    long j = j0;
+    for (; j < j1 && j % W; ++j) { /* up to the first whole vector */
+        double k0 = mq_pair(x0, y0, z0, simd_set1(x[j]), simd_set1(y[j]), simd_set1(z[j]), cc, exact)[0];
+        double k1 = mq_pair(x1, y1, z1, simd_set1(x[j]), simd_set1(y[j]), simd_set1(z[j]), cc, exact)[0];
+        a0[0] += w[j] * k0, a1[0] += w[j] * k1;
+        o[j] += w[i] * k0 + w[i + 1] * k1;
     }
-    for (long bj = jb; bj < je; ++bj) {
-        long j = W * bj;
-        simd_d xj = simd_load(x + j), yj = simd_load(y + j), zj = simd_load(z + j);
-        simd_d wj = simd_load(w + j), aj = simd_set1(0.0);
-        for (int r = 0; r < W; ++r) {
-            for (int k = 0; k < R; ++k) {
-                simd_d p = mq_pair(xi[k], yi[k], zi[k], xj, yj, zj, cc, exact);
-                ai[k] += wj * p;
-                aj += wi[k] * p;
-            }
-            xj = simd_rotate(xj), yj = simd_rotate(yj), zj = simd_rotate(zj), wj = simd_rotate(wj);
-            aj = simd_rotate(aj);
-        }
-        simd_store(o + j, simd_load(o + j) + aj);
+    for (; j < j1; j += W) {
+        simd_d xj = simd_load(x + j), yj = simd_load(y + j), zj = simd_load(z + j), wj = simd_load(w + j);
+        simd_d k0 = mq_pair(x0, y0, z0, xj, yj, zj, cc, exact), k1 = mq_pair(x1, y1, z1, xj, yj, zj, cc, exact);
+        a0 += wj * k0, a1 += wj * k1;
+        simd_store(o + j, simd_load(o + j) + w0 * k0 + w1 * k1);
     }
-    for (int k = 0; k < R; ++k) {
-        long i = W * (bi + k);
-        simd_store(o + i, simd_load(o + i) + ai[k]);
-    }
+    o[i] += simd_sum(a0), o[i + 1] += simd_sum(a1);
 }
 
-/* o += this thread's share of Phi w over nb blocks (nb a multiple of RBF_SYM_R; o: its own
-   padded buffer, zeroed) */
-static inline __attribute__((always_inline)) void sym_share(long nb, const double *x,
+/* o += this thread's share of Phi w over the np padded centres (np a multiple of W; o: its own
+   buffer, zeroed). Columns in tiles that stay in L2 while the row pairs stream past them; a row
+   pair inside a tile also takes its own 2 x 2 block (the diagonal c w_i and the pair). */
+static inline __attribute__((always_inline)) void sym_share(long np, const double *x,
                                                            const double *y, const double *z,
                                                            const double *w, double c2, int exact,
                                                            double *o) {
-    const simd_d cc = simd_set1(c2);
-    const int R = RBF_SYM_R;
-    for (long j0 = 0; j0 < nb; j0 += RBF_SYM_TILE) {
-        long j1 = j0 + RBF_SYM_TILE < nb ? j0 + RBF_SYM_TILE : nb;
-        /* row blocks in groups a .. a + R - 1 (tiles and nb are whole groups, so a group is
-           before the tile or inside it) */
-#pragma omp for schedule(dynamic, 2) nowait
-        for (long a = 0; a < j1; a += R) {
-            if (a >= j0) /* the group's own triangle */
-                for (int k = 0; k < R; ++k) sym_rows(1, x, y, z, w, cc, exact, a + k, 1, a + k + 1, a + R, o);
-            long jb = a >= j0 ? a + R : j0;
-            if (jb < j1) sym_rows(R, x, y, z, w, cc, exact, a, 0, jb, j1, o);
+    const double c = sqrt(c2);
+    for (long j0 = 0; j0 < np; j0 += RBF_SYM_TILE) {
+        long j1 = j0 + RBF_SYM_TILE < np ? j0 + RBF_SYM_TILE : np;
+#pragma omp for schedule(dynamic, 8) nowait
+        for (long i = 0; i < j1; i += 2) {
+            if (i >= j0) {
+                double k = mq_pair(simd_set1(x[i]), simd_set1(y[i]), simd_set1(z[i]), simd_set1(x[i + 1]),
+                                   simd_set1(y[i + 1]), simd_set1(z[i + 1]), simd_set1(c2), exact)[0];
+                o[i] += c * w[i] + k * w[i + 1];
+                o[i + 1] += c * w[i + 1] + k * w[i];
+            }
+            long jb = i + 2 > j0 ? i + 2 : j0;
+            if (jb < j1) sym_rows2(x, y, z, w, c2, exact, i, jb, j1, o);
         }
     }
 }
 
 int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *z,
                         const double *w, double c2, double *out, int threads) {
-    const long nb = ((n + W - 1) / W + RBF_SYM_R - 1) / RBF_SYM_R * RBF_SYM_R, np = nb * W;
+    const long np = (n + W - 1) / W * W;
     const int exact = mq_exact(c2, n, x, y, z, 0, NULL, NULL, NULL);
     double *pts = pad_copy(n, np, x, y, z, 1, w);
     /* every pair feeds two rows: each thread sums into its own buffer */
@@ -180,8 +165,8 @@ int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *
 #pragma omp single
         used = omp_get_num_threads();
         /* the single's barrier: every buffer is zeroed before any thread adds to another row */
-        if (exact) sym_share(nb, px, py, pz, pw, c2, 1, o);
-        else sym_share(nb, px, py, pz, pw, c2, 0, o);
+        if (exact) sym_share(np, px, py, pz, pw, c2, 1, o);
+        else sym_share(np, px, py, pz, pw, c2, 0, o);
 #pragma omp barrier
 #pragma omp for schedule(static)
         for (long i = 0; i < n; ++i) {

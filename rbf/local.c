@@ -18,29 +18,30 @@
 #include "core/simd.h"
 #include "rbf/rbf_internal.h"
 
-typedef double vd __attribute__((vector_size(8 * RBF_LANES)));
+typedef simd_d vd;
 
-#define RBF_CHOL_ROWS 4 /* rows of the factor computed together */
+/* rows of the factor computed together: R x 4 accumulators and R + 4 operands in registers
+   (32 with AVX-512, 16 with AVX2) */
+#define RBF_CHOL_ROWS (SIMD_W == 8 ? 4 : 2)
 
 long rbf_local_work(int q) {
     return (long)RBF_LANES * (q + (long)q * (q - 1) / 2);
 }
 
-/* sqrt of every lane: the SIMD estimate (core/simd.h) in pieces of SIMD_W, or exactly where
-   the arguments leave its range */
+/* sqrt of every lane: SIMD (core/simd.h), or exactly where the arguments leave the estimate's
+   range */
 static inline void vsqrt(vd *a, int exact) {
-    if (exact) {
+    if (!exact) *a = simd_sqrt(*a);
+    else
         for (int v = 0; v < RBF_LANES; ++v) (*a)[v] = sqrt((*a)[v]);
-        return;
-    }
-    for (int v = 0; v < RBF_LANES; v += SIMD_W) simd_store(&(*a)[v], simd_sqrt(simd_load(&(*a)[v])));
 }
 
 /* Columns b .. b+3 of R (1 or RBF_CHOL_ROWS) rows of the packed factor (rows[r], all rows
  * > b + 3): each pass over k loads every factor entry once for R x 4 independent FMA chains.
- * With 8 lanes of doubles per entry a set's factor (200 KiB at q = 80) lives in L2, so the
- * loads per FMA ((R + 4) / 4R) are what limits the speed (measured at 20000 centres, q = 80:
- * R = 4 takes 15% less time than one row at a time). The diagonal holds 1 / L_cc. */
+ * With 8 lanes of doubles per entry a batch's factor (200 KiB at q = 80) lives in L2, so the
+ * loads per FMA ((R + 4) / 4R) are what limits the speed (measured with AVX-512 at 20000
+ * centres, q = 80: R = 4 takes 15% less time than one row at a time). The diagonal holds
+ * 1 / L_cc. */
 static inline __attribute__((always_inline)) void chol_cols4(int R, vd *const *rows, const vd *M,
                                                             int b) {
     const vd *rc[4];

@@ -2,6 +2,7 @@
 #ifndef FMM_RBF_INTERNAL_H
 #define FMM_RBF_INTERNAL_H
 
+#include "core/simd.h"
 #include "fmm_rbf.h"
 #include "rbf/kdtree.h"
 
@@ -20,7 +21,10 @@ int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *
                         const double *w, double c2, double *out, int threads);
 
 /* ---- local cardinal functions of the L-sets (rbf/local.c), RBF_LANES sets at once ---- */
-#define RBF_LANES 8
+/* one set per lane of the machine's double vector (core/simd.h: 8 with AVX-512, 4 with AVX2):
+   wider GCC vectors than the registers are split and spilled, which made the solves ~10x slower
+   on Zen 3 */
+#define RBF_LANES SIMD_W
 /* doubles of workspace (64-byte aligned) for rbf_local_solve with sets of up to q points */
 long rbf_local_work(int q);
 /* Set v (lane v) has cnt[v] points, 2 <= cnt[v] <= q, point i at px/py/pz[i * RBF_LANES + v],
