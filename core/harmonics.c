@@ -1,5 +1,7 @@
 #include "core/harmonics.h"
 
+#include "core/simd.h"
+
 #include "fmm.h"
 
 #include <complex.h>
@@ -94,16 +96,15 @@ void harm_irregular_full(int p, const double v[3], double *fre, double *fim) {
     tri_to_full(p, re, im, fre, fim);
 }
 
-/* Particle-side operators, 8 particles per step (GCC vector extensions: AVX-512 where the
- * build has it, narrower vectors otherwise). */
-typedef double v8d __attribute__((vector_size(64)));
+/* Particle-side operators, SIMD_W particles per step (core/simd.h: the machine's double vector;
+ * wider GCC vectors are split and passed through memory). */
 #define PART_PMAX (FMM_ORDER_MAX + 2) /* particle operators: orders up to FMM_ORDER_MAX + 1 */
 #define PART_TRI ((PART_PMAX + 1) * (PART_PMAX + 2) / 2)
 
-static void regular_tri_v(int p, v8d x, v8d y, v8d z, v8d *re, v8d *im) {
-    v8d r2 = x * x + y * y + z * z;
-    re[0] = (v8d){0} + 1.0;
-    im[0] = (v8d){0};
+static void regular_tri_v(int p, simd_d x, simd_d y, simd_d z, simd_d *re, simd_d *im) {
+    simd_d r2 = x * x + y * y + z * z;
+    re[0] = (simd_d){0} + 1.0;
+    im[0] = (simd_d){0};
     for (int m = 0; m <= p; ++m) {
         int t = TRI(m, m);
         if (m > 0) {
@@ -112,11 +113,11 @@ static void regular_tri_v(int p, v8d x, v8d y, v8d z, v8d *re, v8d *im) {
             re[t] = f * (re[s] * x + im[s] * y);
             im[t] = f * (im[s] * x - re[s] * y);
         }
-        v8d pr = {0}, pi = {0}, cr = re[t], ci = im[t];
+        simd_d pr = {0}, pi = {0}, cr = re[t], ci = im[t];
         for (int l = m; l < p; ++l) {
             double inv = 1.0 / ((double)(l + 1) * (l + 1) - (double)m * m);
-            v8d a = (2 * l + 1) * z;
-            v8d nr = (a * cr - r2 * pr) * inv, ni = (a * ci - r2 * pi) * inv;
+            simd_d a = (2 * l + 1) * z;
+            simd_d nr = (a * cr - r2 * pr) * inv, ni = (a * ci - r2 * pi) * inv;
             int u = TRI(l + 1, m);
             re[u] = nr, im[u] = ni;
             pr = cr, pi = ci, cr = nr, ci = ni;
@@ -124,24 +125,24 @@ static void regular_tri_v(int p, v8d x, v8d y, v8d z, v8d *re, v8d *im) {
     }
 }
 
-static void irregular_tri_v(int p, v8d x, v8d y, v8d z, v8d *re, v8d *im) {
-    v8d r2 = x * x + y * y + z * z, ir2 = 1.0 / r2, r0;
-    for (int k = 0; k < 8; ++k) r0[k] = sqrt(ir2[k]);
+static void irregular_tri_v(int p, simd_d x, simd_d y, simd_d z, simd_d *re, simd_d *im) {
+    simd_d r2 = x * x + y * y + z * z, ir2 = 1.0 / r2, r0;
+    for (int k = 0; k < SIMD_W; ++k) r0[k] = sqrt(ir2[k]);
     re[0] = r0;
-    im[0] = (v8d){0};
+    im[0] = (simd_d){0};
     for (int m = 0; m <= p; ++m) {
         int t = TRI(m, m);
         if (m > 0) {
             int s = TRI(m - 1, m - 1);
-            v8d f = -(2 * m - 1) * ir2;
+            simd_d f = -(2 * m - 1) * ir2;
             re[t] = f * (re[s] * x - im[s] * y);
             im[t] = f * (re[s] * y + im[s] * x);
         }
-        v8d pr = {0}, pi = {0}, cr = re[t], ci = im[t];
+        simd_d pr = {0}, pi = {0}, cr = re[t], ci = im[t];
         for (int l = m; l < p; ++l) {
-            v8d a = (2 * l + 1) * z;
+            simd_d a = (2 * l + 1) * z;
             double b = (double)l * l - (double)m * m;
-            v8d nr = (a * cr - b * pr) * ir2, ni = (a * ci - b * pi) * ir2;
+            simd_d nr = (a * cr - b * pr) * ir2, ni = (a * ci - b * pi) * ir2;
             int u = TRI(l + 1, m);
             re[u] = nr, im[u] = ni;
             pr = cr, pi = ci, cr = nr, ci = ni;
@@ -149,9 +150,9 @@ static void irregular_tri_v(int p, v8d x, v8d y, v8d z, v8d *re, v8d *im) {
     }
 }
 
-static inline v8d load8(const double *v, long n, double fill) {
-    v8d r;
-    for (int k = 0; k < 8; ++k) r[k] = k < n ? v[k] : fill;
+static inline simd_d load_w(const double *v, long n, double fill) {
+    simd_d r;
+    for (int k = 0; k < SIMD_W; ++k) r[k] = k < n ? v[k] : fill;
     return r;
 }
 
@@ -161,28 +162,28 @@ static inline v8d load8(const double *v, long n, double fill) {
 static void charges_to_expansion(int p, int irregular, double h, const double c[3], long n,
                                  const double *x, const double *y, const double *z,
                                  const double *q, double *out) {
-    v8d re[PART_TRI], im[PART_TRI], acc[(PART_PMAX + 1) * (PART_PMAX + 1)];
+    simd_d re[PART_TRI], im[PART_TRI], acc[(PART_PMAX + 1) * (PART_PMAX + 1)];
     const double ih = 1.0 / h;
     const int nc = harm_ncoef(p);
-    for (int k = 0; k < nc; ++k) acc[k] = (v8d){0};
-    for (long i = 0; i < n; i += 8) {
-        long m8 = n - i;
-        v8d X = (load8(x + i, m8, x[i]) - c[0]) * ih, Y = (load8(y + i, m8, y[i]) - c[1]) * ih;
-        v8d Z = (load8(z + i, m8, z[i]) - c[2]) * ih, Q = load8(q + i, m8, 0.0);
+    for (int k = 0; k < nc; ++k) acc[k] = (simd_d){0};
+    for (long i = 0; i < n; i += SIMD_W) {
+        long mw = n - i;
+        simd_d X = (load_w(x + i, mw, x[i]) - c[0]) * ih, Y = (load_w(y + i, mw, y[i]) - c[1]) * ih;
+        simd_d Z = (load_w(z + i, mw, z[i]) - c[2]) * ih, Q = load_w(q + i, mw, 0.0);
         if (irregular)
             irregular_tri_v(p, X, Y, Z, re, im);
         else
             regular_tri_v(p, X, Y, Z, re, im);
         for (int l = 0; l <= p; ++l) {
-            v8d *a = acc + l * l;
-            const v8d *r = re + TRI(l, 0), *s = im + TRI(l, 0);
+            simd_d *a = acc + l * l;
+            const simd_d *r = re + TRI(l, 0), *s = im + TRI(l, 0);
             a[0] += Q * r[0];
             for (int m = 1; m <= l; ++m) a[2 * m - 1] += Q * r[m], a[2 * m] += Q * s[m];
         }
     }
     for (int k = 0; k < nc; ++k) {
         double t = 0;
-        for (int j = 0; j < 8; ++j) t += acc[k][j];
+        for (int j = 0; j < SIMD_W; ++j) t += acc[k][j];
         out[k] += t;
     }
 }
@@ -202,23 +203,23 @@ void harm_p2l(int p, double h, const double c[3], long n, const double *x, const
  * dR_lm/dx = (R_{l-1,m+1} - R_{l-1,m-1})/2, dR_lm/dy = i (R_{l-1,m+1} + R_{l-1,m-1})/2. */
 void harm_l2p(int p, double h, const double c[3], const double *u, long n, const double *x,
               const double *y, const double *z, double *phi, double *ex, double *ey, double *ez) {
-    v8d re[PART_TRI], im[PART_TRI];
+    simd_d re[PART_TRI], im[PART_TRI];
     const double ih = 1.0 / h, ih2 = ih * ih;
-    for (long i = 0; i < n; i += 8) {
-        long m8 = n - i;
-        v8d X = (load8(x + i, m8, c[0]) - c[0]) * ih, Y = (load8(y + i, m8, c[1]) - c[1]) * ih;
-        v8d Z = (load8(z + i, m8, c[2]) - c[2]) * ih;
+    for (long i = 0; i < n; i += SIMD_W) {
+        long mw = n - i;
+        simd_d X = (load_w(x + i, mw, c[0]) - c[0]) * ih, Y = (load_w(y + i, mw, c[1]) - c[1]) * ih;
+        simd_d Z = (load_w(z + i, mw, c[2]) - c[2]) * ih;
         regular_tri_v(p, X, Y, Z, re, im);
-        v8d f = {0}, dz = {0}, sr = {0}, si = {0}; /* S- = sum u_lm R_{l-1,m-1} */
+        simd_d f = {0}, dz = {0}, sr = {0}, si = {0}; /* S- = sum u_lm R_{l-1,m-1} */
         for (int l = 0; l <= p; ++l) {
             const double *a = u + l * l;
-            const v8d *r = re + TRI(l, 0), *s = im + TRI(l, 0);
-            v8d fl = {0};
+            const simd_d *r = re + TRI(l, 0), *s = im + TRI(l, 0);
+            simd_d fl = {0};
             for (int m = 1; m <= l; ++m) fl += a[2 * m - 1] * r[m] - a[2 * m] * s[m];
             f += a[0] * r[0] + 2.0 * fl;
             if (l == 0) continue;
-            const v8d *r1 = re + TRI(l - 1, 0), *i1 = im + TRI(l - 1, 0);
-            v8d dzl = {0};
+            const simd_d *r1 = re + TRI(l - 1, 0), *i1 = im + TRI(l - 1, 0);
+            simd_d dzl = {0};
             for (int m = 1; m <= l - 1; ++m) dzl += a[2 * m - 1] * r1[m] - a[2 * m] * i1[m];
             dz += a[0] * r1[0] + 2.0 * dzl;
             /* S-: sum_{m=1..l} u_lm R_{l-1,m-1} - sum_{n=0..l-2} conj(u_ln R_{l-1,n+1}) */
@@ -233,7 +234,7 @@ void harm_l2p(int p, double h, const double c[3], const double *u, long n, const
                 si += ur * i1[m + 1] + ui * r1[m + 1];
             }
         }
-        for (int k = 0; k < 8 && k < m8; ++k) {
+        for (int k = 0; k < SIMD_W && k < mw; ++k) {
             if (phi) phi[i + k] += f[k] * ih;
             if (ex) {
                 ex[i + k] += sr[k] * ih2;
@@ -278,20 +279,20 @@ void harm_local_force(int p, double h, const double *u, long ustride, const doub
  * (d/dx + i d/dy) I_lm = I_{l+1,m+1}. */
 void harm_m2p(int p, double h, const double c[3], const double *w, long n, const double *x,
               const double *y, const double *z, double *phi, double *ex, double *ey, double *ez) {
-    v8d re[PART_TRI], im[PART_TRI];
+    simd_d re[PART_TRI], im[PART_TRI];
     const double ih = 1.0 / h, ih2 = ih * ih;
-    for (long i = 0; i < n; i += 8) {
-        long m8 = n - i;
+    for (long i = 0; i < n; i += SIMD_W) {
+        long mw = n - i;
         /* padding lanes repeat the first target of the group (well separated too) */
-        v8d X = (load8(x + i, m8, x[i]) - c[0]) * ih, Y = (load8(y + i, m8, y[i]) - c[1]) * ih;
-        v8d Z = (load8(z + i, m8, z[i]) - c[2]) * ih;
+        simd_d X = (load_w(x + i, mw, x[i]) - c[0]) * ih, Y = (load_w(y + i, mw, y[i]) - c[1]) * ih;
+        simd_d Z = (load_w(z + i, mw, z[i]) - c[2]) * ih;
         irregular_tri_v(p + 1, X, Y, Z, re, im);
-        v8d f = {0}, zs = {0}, tr = {0}, ti = {0}; /* T+ = sum w_lm I_{l+1,m+1} */
+        simd_d f = {0}, zs = {0}, tr = {0}, ti = {0}; /* T+ = sum w_lm I_{l+1,m+1} */
         for (int l = 0; l <= p; ++l) {
             const double *a = w + l * l;
-            const v8d *r = re + TRI(l, 0), *s = im + TRI(l, 0);
-            const v8d *r1 = re + TRI(l + 1, 0), *i1 = im + TRI(l + 1, 0);
-            v8d fl = {0}, zl = {0};
+            const simd_d *r = re + TRI(l, 0), *s = im + TRI(l, 0);
+            const simd_d *r1 = re + TRI(l + 1, 0), *i1 = im + TRI(l + 1, 0);
+            simd_d fl = {0}, zl = {0};
             for (int m = 1; m <= l; ++m) {
                 fl += a[2 * m - 1] * r[m] - a[2 * m] * s[m];
                 zl += a[2 * m - 1] * r1[m] - a[2 * m] * i1[m];
@@ -309,7 +310,7 @@ void harm_m2p(int p, double h, const double c[3], const double *w, long n, const
                 }
             }
         }
-        for (int k = 0; k < 8 && k < m8; ++k) {
+        for (int k = 0; k < SIMD_W && k < mw; ++k) {
             if (phi) phi[i + k] += f[k] * ih;
             if (ex) {
                 ex[i + k] -= tr[k] * ih2;

@@ -2,45 +2,68 @@
 
 #include <string.h>
 
-typedef double v8d __attribute__((vector_size(64)));
-
-typedef long long v8di __attribute__((vector_size(64)));
+#include "core/simd.h"
 
 #define NB PANEL_NB
 
-/* 8x8 transpose in three shuffle stages (pairs, 128-bit lanes, 256-bit halves) */
-static inline void transpose8(v8d r[8]) {
-    const v8di lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
-    const v8di l2 = {0, 1, 8, 9, 4, 5, 12, 13}, h2 = {2, 3, 10, 11, 6, 7, 14, 15};
-    const v8di l4 = {0, 1, 2, 3, 8, 9, 10, 11}, h4 = {4, 5, 6, 7, 12, 13, 14, 15};
-    v8d t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
+/* SIMD_W x SIMD_W transpose in log2(SIMD_W) shuffle stages (pairs, then 128-bit lanes, then
+   256-bit halves) */
+static inline void transpose(simd_d r[SIMD_W]) {
+#if SIMD_W == 8
+    const simd_l lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
+    const simd_l l2 = {0, 1, 8, 9, 4, 5, 12, 13}, h2 = {2, 3, 10, 11, 6, 7, 14, 15};
+    const simd_l l4 = {0, 1, 2, 3, 8, 9, 10, 11}, h4 = {4, 5, 6, 7, 12, 13, 14, 15};
+#elif SIMD_W == 4
+    const simd_l lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, l2 = {0, 1, 4, 5}, h2 = {2, 3, 6, 7};
+#else
+    const simd_l lo = {0, 2}, hi = {1, 3};
+#endif
+    simd_d t[SIMD_W];
+    for (int i = 0; i < SIMD_W; i += 2) {
         t[i] = __builtin_shuffle(r[i], r[i + 1], lo);
         t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi);
     }
-    for (int i = 0; i < 8; i += 4) {
+#if SIMD_W >= 4
+    simd_d u[SIMD_W];
+    for (int i = 0; i < SIMD_W; i += 4) {
         u[i] = __builtin_shuffle(t[i], t[i + 2], l2);
         u[i + 2] = __builtin_shuffle(t[i], t[i + 2], h2);
         u[i + 1] = __builtin_shuffle(t[i + 1], t[i + 3], l2);
         u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], h2);
     }
+#if SIMD_W == 8
     for (int i = 0; i < 4; ++i) {
         r[i] = __builtin_shuffle(u[i], u[i + 4], l4);
         r[i + 4] = __builtin_shuffle(u[i], u[i + 4], h4);
     }
+#else
+    for (int i = 0; i < SIMD_W; ++i) r[i] = u[i];
+#endif
+#else
+    for (int i = 0; i < SIMD_W; ++i) r[i] = t[i];
+#endif
 }
+
+/* Panel rows as native vectors: NV per row, summed CH at a time, so the accumulators stay in
+ * registers (8 of AVX-512's 32, which is a whole row; 8 of AVX2's 16, half a row). Wider GCC
+ * vectors than the registers are split and spilled: on Zen 3 this loop ran ~10x slower with
+ * 64-byte vectors. */
+#define NV (NB / SIMD_W)
+#define CH (NV < 8 ? NV : 8)
 
 /* out[0:NB] = sum_k a[k] * in[rows(k)][0:NB], rows k at in + (r0 + k * stride) * NB */
 static inline void row_combo(int nk, const double *restrict a, const double *restrict in, int r0,
                              int stride, double *restrict out) {
-    v8d acc[NB / 8] = {{0}};
-    for (int k = 0; k < nk; ++k) {
-        const v8d *row = (const v8d *)(in + (size_t)(r0 + k * stride) * NB);
-        double s = a[k];
-        for (int v = 0; v < NB / 8; ++v) acc[v] += row[v] * s;
+    for (int c = 0; c < NV; c += CH) {
+        simd_d acc[CH] = {{0}};
+        for (int k = 0; k < nk; ++k) {
+            const simd_d *row = (const simd_d *)(in + (size_t)(r0 + k * stride) * NB) + c;
+            double s = a[k];
+            for (int v = 0; v < CH; ++v) acc[v] += row[v] * s;
+        }
+        simd_d *o = (simd_d *)out + c;
+        for (int v = 0; v < CH; ++v) o[v] = acc[v];
     }
-    v8d *o = (v8d *)out;
-    for (int v = 0; v < NB / 8; ++v) o[v] = acc[v];
 }
 
 /* in-degree-block rotation: out_l = R_l in_l for every l (blocks of rows l^2 .. l^2+2l) */
@@ -60,22 +83,25 @@ static void translate_z(const factored_op *op, const double *in, double *out) {
         const double *zr = op->zre + op->zoff[m], *zi = op->zim + op->zoff[m];
         for (int l = m; l <= p; ++l) {
             /* rows re(j,m) = j^2 + 2m - 1 (m > 0) or j^2: not equally spaced in j, so gather */
-            v8d ar[NB / 8] = {{0}}, ai[NB / 8] = {{0}};
-            for (int j = m; j <= p; ++j) {
-                double sr = zr[(l - m) * w + (j - m)];
-                const v8d *rr = (const v8d *)(in + (size_t)(j * j + (m ? 2 * m - 1 : 0)) * NB);
-                for (int v = 0; v < NB / 8; ++v) ar[v] += rr[v] * sr;
-                if (m) {
-                    double si = zi[(l - m) * w + (j - m)];
-                    const v8d *ri = (const v8d *)(in + (size_t)(j * j + 2 * m) * NB);
-                    for (int v = 0; v < NB / 8; ++v) ai[v] += ri[v] * si;
+            size_t ore = (size_t)(l * l + (m ? 2 * m - 1 : 0)) * NB, oim = (size_t)(l * l + 2 * m) * NB;
+            for (int c = 0; c < NV; c += CH / 2) { /* Re and Im accumulators share the registers */
+                simd_d ar[CH / 2] = {{0}}, ai[CH / 2] = {{0}};
+                for (int j = m; j <= p; ++j) {
+                    double sr = zr[(l - m) * w + (j - m)];
+                    const simd_d *rr = (const simd_d *)(in + (size_t)(j * j + (m ? 2 * m - 1 : 0)) * NB) + c;
+                    for (int v = 0; v < CH / 2; ++v) ar[v] += rr[v] * sr;
+                    if (m) {
+                        double si = zi[(l - m) * w + (j - m)];
+                        const simd_d *ri = (const simd_d *)(in + (size_t)(j * j + 2 * m) * NB) + c;
+                        for (int v = 0; v < CH / 2; ++v) ai[v] += ri[v] * si;
+                    }
                 }
-            }
-            v8d *orr = (v8d *)(out + (size_t)(l * l + (m ? 2 * m - 1 : 0)) * NB);
-            for (int v = 0; v < NB / 8; ++v) orr[v] = ar[v];
-            if (m) {
-                v8d *oi = (v8d *)(out + (size_t)(l * l + 2 * m) * NB);
-                for (int v = 0; v < NB / 8; ++v) oi[v] = ai[v];
+                simd_d *orr = (simd_d *)(out + ore) + c;
+                for (int v = 0; v < CH / 2; ++v) orr[v] = ar[v];
+                if (m) {
+                    simd_d *oi = (simd_d *)(out + oim) + c;
+                    for (int v = 0; v < CH / 2; ++v) oi[v] = ai[v];
+                }
             }
         }
     }
@@ -102,30 +128,29 @@ void panel_zblocks(int p, const double *Z, const int *zoff, double *zre, double 
 
 void panel_gather(int np, const double *X, int nc, const int *src, const unsigned char *flag,
                   const double *sign, double *P) {
-    for (int j0 = 0; j0 < NB; j0 += 8)
-        for (int k0 = 0; k0 < np; k0 += 8) {
-            v8d r[8];
-            for (int jj = 0; jj < 8; ++jj) {
+    for (int j0 = 0; j0 < NB; j0 += SIMD_W)
+        for (int k0 = 0; k0 < np; k0 += SIMD_W) {
+            simd_d r[SIMD_W];
+            for (int jj = 0; jj < SIMD_W; ++jj) {
                 int j = j0 + jj;
-                r[jj] = j < nc ? *(const v8d *)(X + (size_t)src[j] * np + k0) *
-                                     *(const v8d *)(sign + flag[j] * np + k0)
-                               : (v8d){0};
+                r[jj] = j < nc ? simd_load(X + (size_t)src[j] * np + k0) * simd_load(sign + flag[j] * np + k0)
+                               : simd_set1(0.0);
             }
-            transpose8(r);
-            for (int kk = 0; kk < 8; ++kk) *(v8d *)(P + (size_t)(k0 + kk) * NB + j0) = r[kk];
+            transpose(r);
+            for (int kk = 0; kk < SIMD_W; ++kk) simd_store(P + (size_t)(k0 + kk) * NB + j0, r[kk]);
         }
 }
 
 void panel_scatter_add(int np, const double *P, int nc, const int *dst, const unsigned char *flag,
                        const double *sign, double *Y) {
-    for (int j0 = 0; j0 < nc; j0 += 8)
-        for (int k0 = 0; k0 < np; k0 += 8) {
-            v8d r[8];
-            for (int kk = 0; kk < 8; ++kk) r[kk] = *(const v8d *)(P + (size_t)(k0 + kk) * NB + j0);
-            transpose8(r);
-            for (int jj = 0; jj < 8 && j0 + jj < nc; ++jj) {
-                int j = j0 + jj;
-                *(v8d *)(Y + (size_t)dst[j] * np + k0) += r[jj] * *(const v8d *)(sign + flag[j] * np + k0);
+    for (int j0 = 0; j0 < nc; j0 += SIMD_W)
+        for (int k0 = 0; k0 < np; k0 += SIMD_W) {
+            simd_d r[SIMD_W];
+            for (int kk = 0; kk < SIMD_W; ++kk) r[kk] = simd_load(P + (size_t)(k0 + kk) * NB + j0);
+            transpose(r);
+            for (int jj = 0; jj < SIMD_W && j0 + jj < nc; ++jj) {
+                double *y = Y + (size_t)dst[j0 + jj] * np + k0;
+                simd_store(y, simd_load(y) + r[jj] * simd_load(sign + flag[j0 + jj] * np + k0));
             }
         }
 }
