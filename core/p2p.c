@@ -24,25 +24,6 @@ static void p2p_exact(long i, const double *tx, const double *ty, const double *
     out[0] = p, out[1] = fx, out[2] = fy, out[3] = fz;
 }
 
-/* the squared extent of the box around targets and shifted sources bounds every r^2 */
-static double extent2(long nt, const double *tx, const double *ty, const double *tz, long ns,
-                      const double *sx, const double *sy, const double *sz, const double shift[3]) {
-    const double *c[2][3] = {{tx, ty, tz}, {sx, sy, sz}};
-    const long n[2] = {nt, ns};
-    double e2 = 0;
-    for (int d = 0; d < 3; ++d) {
-        double lo = INFINITY, hi = -INFINITY;
-        for (int s = 0; s < 2; ++s)
-            for (long k = 0; k < n[s]; ++k) {
-                double v = c[s][d][k] + (s ? shift[d] : 0.0);
-                lo = v < lo ? v : lo;
-                hi = v > hi ? v : hi;
-            }
-        e2 += (hi - lo) * (hi - lo);
-    }
-    return e2;
-}
-
 static inline __attribute__((always_inline)) void
 p2p_step(simd_d xi, simd_d yi, simd_d zi, simd_d sx, simd_d sy, simd_d sz, simd_d q, simd_d *p,
          simd_d *fx, simd_d *fy, simd_d *fz) {
@@ -63,7 +44,7 @@ void p2p(long nt, const double *tx, const double *ty, const double *tz, long ns,
     /* above float's range the estimate would give 0, not NaN: such calls go the exact way
        (below it, NaN, caught per target) */
     const int exact = nt > 0 && ns > 0 &&
-                      !simd_rsqrt_range_ok(0x1p-120, extent2(nt, tx, ty, tz, ns, sx, sy, sz, shift));
+                      !simd_rsqrt_range_ok(0x1p-120, simd_extent2(nt, tx, ty, tz, ns, sx, sy, sz, shift));
     const long nv = ns - ns % SIMD_W;
     for (long i = 0; i < nt; ++i) {
         double out[4];

@@ -95,6 +95,27 @@ static inline int simd_rsqrt_range_ok(double lo, double hi) {
     return lo >= 0x1p-120 && hi < 0x1p120;
 }
 
+/* the squared diagonal of the box around the points x y z (n of them) and u v w + shift (m):
+ * it bounds every squared distance among them, for simd_rsqrt_range_ok */
+static inline double simd_extent2(long n, const double *x, const double *y, const double *z, long m,
+                                  const double *u, const double *v, const double *w,
+                                  const double shift[3]) {
+    const double *c[2][3] = {{x, y, z}, {u, v, w}};
+    const long cnt[2] = {n, m};
+    double e2 = 0;
+    for (int d = 0; d < 3; ++d) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (int s = 0; s < 2; ++s)
+            for (long k = 0; k < cnt[s]; ++k) {
+                double t = c[s][d][k] + (s && shift ? shift[d] : 0.0);
+                lo = t < lo ? t : lo;
+                hi = t > hi ? t : hi;
+            }
+        if (hi > lo) e2 += (hi - lo) * (hi - lo);
+    }
+    return e2;
+}
+
 /* 1/sqrt(a), about 1 ulp */
 static inline simd_d simd_rsqrt(simd_d a) {
     simd_d y = simd_rsqrt_estimate(a);

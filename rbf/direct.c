@@ -34,22 +34,10 @@ static inline __attribute__((always_inline)) simd_d mq_pair(simd_d xi, simd_d yi
     return mq_sqrt(dx * dx + dy * dy + dz * dz + cc, exact);
 }
 
-/* whether r^2 + c^2 over the bounding box of the points stays in the estimate's range */
+/* whether r^2 + c^2 over the bounding box of the points leaves the estimate's range */
 static int mq_exact(double c2, long n, const double *x, const double *y, const double *z, long m,
                     const double *tx, const double *ty, const double *tz) {
-    const double *c[2][3] = {{x, y, z}, {tx, ty, tz}};
-    const long cnt[2] = {n, m};
-    double e2 = 0;
-    for (int d = 0; d < 3; ++d) {
-        double lo = INFINITY, hi = -INFINITY;
-        for (int s = 0; s < 2; ++s)
-            for (long i = 0; i < cnt[s]; ++i) {
-                lo = c[s][d][i] < lo ? c[s][d][i] : lo;
-                hi = c[s][d][i] > hi ? c[s][d][i] : hi;
-            }
-        if (hi > lo) e2 += (hi - lo) * (hi - lo);
-    }
-    return !simd_rsqrt_range_ok(c2, e2 + c2);
+    return !simd_rsqrt_range_ok(c2, simd_extent2(n, x, y, z, m, tx, ty, tz, NULL) + c2);
 }
 
 /* x y z (and nw weight vectors w + k n) into arrays of np >= n entries (np a multiple of W),
