@@ -10,7 +10,7 @@
  * 1/sqrt(a) = y0 (1 - e)^(-1/2) = y0 (1 + e/2 + 3e^2/8 + 5e^3/16 + 35e^4/128 + ...). The series
  * stops where the next term is below 2^-53: e^3 for |e| <= 2^-13 (0.27 e^4 < 6e-17), e^4 for
  * |e| <= 7.4e-4 (0.25 e^5 < 6e-17). About 1 ulp either way (tests/test_operators.cpp,
- * Simd.*).
+ * P2P.PairAccuracyAcrossScales).
  *
  * Range: with the float estimate, a must lie in float's normal range (about 1.2e-38 to 3.4e38):
  * below it the estimate is infinite and the result NaN, above it zero. Callers check their

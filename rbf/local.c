@@ -38,7 +38,7 @@ static inline void vsqrt(vd *a, int exact) {
 
 /* Columns b .. b+3 of R (1 or RBF_CHOL_ROWS) rows of the packed factor (rows[r], all rows
  * > b + 3): each pass over k loads every factor entry once for R x 4 independent FMA chains.
- * With 8 lanes of doubles per entry a batch's factor (200 KiB at q = 80) lives in L2, so the
+ * With 8 lanes (AVX-512) per entry a batch's factor (200 KiB at q = 80) lives in L2, so the
  * loads per FMA ((R + 4) / 4R) are what limits the speed (measured with AVX-512 at 20000
  * centres, q = 80: R = 4 takes 15% less time than one row at a time). The diagonal holds
  * 1 / L_cc. */
