@@ -22,9 +22,11 @@
  * The iteration stops when max_i |r_i| <= tolerance * max_i |f_i|, where r_i = f_i - s(x_i);
  * on convergence the residual is recomputed from scratch with one fresh mat-vec and the
  * iteration continues if that exceeds the tolerance (so drift of the recurrence cannot end it
- * early). With the series mat-vec, "residual" means the residual of the approximate
- * operator; its error against the exact sum is bounded by the series accuracy times
- * sum |lambda_i| c (see docs/rbf.md).
+ * early). With an approximate mat-vec (series, BLDTT) that check also evaluates the exact
+ * direct sum at 256 evenly spread centres; their largest difference e from the approximate
+ * mat-vec estimates the operator's error, the fit ends only when max|r| + 2e <= tolerance
+ * max|f|, and FMM_ERR_NOCONVERGE says the operator is too coarse for the tolerance when
+ * 2e alone exceeds it (series_tol sets its accuracy; see docs/rbf.md).
  *
  * Shape (FINUFFT style, as fmm.h):
  *     fmm_rbf_opts o; fmm_rbf_default_opts(&o); o.shape = 0.1; o.tolerance = 1e-8;
@@ -82,11 +84,12 @@ typedef struct fmm_rbf_opts {
 typedef struct fmm_rbf_result {
     int iterations;      /* FGP iterations (mat-vecs in the Krylov loop) */
     double max_residual; /* max_i |f_i - s(x_i)| / max_i |f_i| (plain max|r| if f = 0),
-                            recomputed with a fresh mat-vec at the end */
+                            recomputed with a fresh mat-vec at the end; for the series
+                            and BLDTT, that of the approximate operator plus e (above) */
     double time_setup_s; /* fmm_rbf_setpts time: k-d tree, L-sets, local solves */
     double time_fit_s;   /* this fmm_rbf_execute */
     double time_matvec_s;/* of which in mat-vecs */
-    int matvec;          /* the mat-vec used (DIRECT or SERIES) */
+    int matvec;          /* the mat-vec used (DIRECT, SERIES or BLDTT) */
     int device;          /* where it ran */
 } fmm_rbf_result;
 

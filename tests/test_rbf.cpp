@@ -374,6 +374,7 @@ TEST(RbfBldtt, MatvecAndFit) {
     double fm = max_abs(f), e = 0;
     for (size_t k = 0; k < id.size(); ++k) e = std::max(e, std::fabs(s[k] - f[id[k]]));
     EXPECT_LE(e, 1e-6 * fm) << "true residual of the BLDTT fit";
+    EXPECT_LE(r.res.max_residual, 1e-6) << "reported residual (with the sampled mat-vec error)";
     /* eval at new points through BLDTT against the direct sum */
     fmm_rbf_plan *p;
     ASSERT_EQ(fmm_rbf_makeplan(&o, &p), FMM_OK);
@@ -386,7 +387,8 @@ TEST(RbfBldtt, MatvecAndFit) {
     for (int k = 0; k < 500; ++k) e2 = std::max(e2, std::fabs(sv[k] - rv[k]));
     for (double v : r.lam) sl += std::fabs(v);
     EXPECT_LE(e2, 1e-7 * sl);
-    std::cout << "bldtt fit: iterations " << r.res.iterations << " true residual " << e / fm
+    std::cout << "bldtt fit: iterations " << r.res.iterations << " reported residual " << r.res.max_residual
+              << " true residual " << e / fm
               << " eval error / sum|lambda| " << e2 / sl << std::endl;
     fmm_rbf_destroy(p);
 }
@@ -412,6 +414,22 @@ TEST(RbfSeries, FitThroughSeries) {
     double fm = max_abs(f), e = 0;
     for (size_t k = 0; k < id.size(); ++k) e = std::max(e, std::fabs(s[k] - f[id[k]]));
     EXPECT_LE(e, 1e-5 * fm) << "true residual of the series fit";
+}
+
+// An approximate mat-vec too coarse for the tolerance: the fit's check against the exact sum
+// sees it and reports FMM_ERR_NOCONVERGE instead of a residual it cannot vouch for.
+TEST(RbfBldtt, CoarseMatvecForTheToleranceIsRefused) {
+    uint64_t seed = test_seed(9);
+    auto x = points(CLUSTERED, 4000, seed);
+    auto f = values(x);
+    fmm_rbf_opts o = opts(0.01, 1e-10);
+    o.matvec = FMM_RBF_MATVEC_BLDTT;
+    o.series_tol = 1e-2; /* BLDTT (0.7, 5): some 1e-5 relative */
+    Fit r = fit(x, f, o);
+    EXPECT_EQ(r.rc, FMM_ERR_NOCONVERGE) << fmm_rbf_strerror(r.rc);
+    EXPECT_GT(r.res.max_residual, 1e-10);
+    std::cout << "coarse BLDTT at tolerance 1e-10: rc " << r.rc << " iterations " << r.res.iterations
+              << " reported residual " << r.res.max_residual << std::endl;
 }
 
 TEST(RbfGpu, AgreesWithCpu) {
