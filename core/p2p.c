@@ -41,7 +41,7 @@ p2p_step(simd_d xi, simd_d yi, simd_d zi, simd_d sx, simd_d sy, simd_d sz, simd_
 void p2p(long nt, const double *tx, const double *ty, const double *tz, long ns,
          const double *sx, const double *sy, const double *sz, const double *sq,
          const double shift[3], double *phi, double *ex, double *ey, double *ez) {
-    /* above float's range the estimate would give 0, not NaN: such calls go the exact way
+    /* above float's range AVX-512's estimate would give 0, not NaN: such calls go the exact way
        (below it, NaN, caught per target) */
     const int exact = nt > 0 && ns > 0 &&
                       !simd_rsqrt_range_ok(0x1p-120, simd_extent2(nt, tx, ty, tz, ns, sx, sy, sz, shift));

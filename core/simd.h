@@ -1,21 +1,22 @@
 /* Double-precision SIMD for the hot pair kernels (the Coulomb P2P, the multiquadric sums):
  * a GCC vector of SIMD_W doubles (8 with AVX-512, 4 with AVX, 2 otherwise) so that one kernel
- * source serves every instruction set, plus the one operation the compiler cannot derive from
- * plain code: a fast reciprocal square root. 1/sqrt(a) as sqrt + divide costs ~14 cycles per
- * 4 lanes on Zen 3 (both in the divider); a hardware estimate refined by a short series is
- * a handful of FMAs.
+ * source serves every instruction set, plus the square roots the compiler cannot choose well.
  *
- * The estimate y0 (AVX-512: vrsqrt14pd, relative error <= 2^-14; AVX/SSE: the float estimate
- * rsqrtps of a rounded to float, <= 1.5 * 2^-12) is refined through e = 1 - a y0^2:
- * 1/sqrt(a) = y0 (1 - e)^(-1/2) = y0 (1 + e/2 + 3e^2/8 + 5e^3/16 + 35e^4/128 + ...). The series
- * stops where the next term is below 2^-53: e^3 for |e| <= 2^-13 (0.27 e^4 < 6e-17), e^4 for
- * |e| <= 7.4e-4 (0.25 e^5 < 6e-17). About 1 ulp either way (tests/test_operators.cpp,
- * P2P.PairAccuracyAcrossScales).
+ * With AVX-512, sqrt and 1/sqrt come from the hardware estimate y0 (vrsqrt14pd, relative error
+ * <= 2^-14) refined through e = 1 - a y0^2: 1/sqrt(a) = y0 (1 - e)^(-1/2) = y0 (1 + e/2 +
+ * 3e^2/8 + 5e^3/16 + ...), stopped at e^3 (the next term, 0.27 e^4 < 6e-17 for |e| <= 2^-13),
+ * about 1 ulp: a handful of FMAs against ~14 cycles of the divider for sqrt + divide.
+ * Elsewhere (AVX2, SSE2) the hardware square root and divide, correctly rounded each: on Zen 3
+ * the float estimate rsqrtps + series is slower (its conversions and long dependency chain keep
+ * the FMA units below their peak), and mixing the two per step does not help either
+ * (bench/simd_sqrt_bench.c, one idle core, two runs, ns per pair: multiquadric 0.75-0.79 hw,
+ * 1.16-1.36 estimate, 0.78-0.93 mixed; Coulomb P2P 1.27-1.33 hw, 1.48-1.64 estimate;
+ * bench/results/simd_sqrt_zen3.txt).
+ * Tests: tests/test_operators.cpp, P2P.PairAccuracyAcrossScales.
  *
- * Range: with the float estimate, a must lie in float's normal range (about 1.2e-38 to 3.4e38):
- * below it the estimate is infinite and the result NaN, above it zero. Callers check their
- * arguments' range up front (simd_rsqrt_range_ok) or the finiteness of what they sum, and do
- * those calls exactly (core/p2p.c, rbf/). */
+ * Range: the AVX-512 estimate is used for a in [2^-120, 2^120] only (simd_rsqrt_range_ok;
+ * callers check their arguments' range up front, or the finiteness of what they sum, and do
+ * the other calls exactly: core/p2p.c, rbf/). The hardware square root takes every a. */
 #ifndef FMM_CORE_SIMD_H
 #define FMM_CORE_SIMD_H
 
@@ -24,18 +25,14 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #define SIMD_W 8
-#define SIMD_RSQRT_SERIES 3
 #elif defined(__AVX__)
 #include <immintrin.h>
 #define SIMD_W 4
-#define SIMD_RSQRT_SERIES 4
 #elif defined(__SSE2__)
 #include <immintrin.h>
 #define SIMD_W 2
-#define SIMD_RSQRT_SERIES 4
 #else
 #define SIMD_W 2
-#define SIMD_RSQRT_SERIES 0 /* exact 1/sqrt per lane, no series */
 #endif
 
 typedef double simd_d __attribute__((vector_size(8 * SIMD_W)));
@@ -61,38 +58,16 @@ static inline double simd_sum(simd_d v) {
 static inline simd_d simd_select0(simd_l mask, simd_d v) {
     return (simd_d)(mask & (simd_l)v);
 }
-/* the hardware estimate of 1/sqrt(a) (see the top) */
-static inline simd_d simd_rsqrt_estimate(simd_d a) {
-#if defined(__AVX512F__)
-    return (simd_d)_mm512_rsqrt14_pd((__m512d)a);
-#elif defined(__AVX__)
-    return (simd_d)_mm256_cvtps_pd(_mm_rsqrt_ps(_mm256_cvtpd_ps((__m256d)a)));
-#elif defined(__SSE2__)
-    return (simd_d)_mm_cvtps_pd(_mm_rsqrt_ps(_mm_cvtpd_ps((__m128d)a)));
-#else
-    simd_d y;
-    for (int k = 0; k < SIMD_W; ++k) y[k] = 1.0 / sqrt(a[k]);
-    return y;
-#endif
-}
-
-/* (1 - e)^(-1/2) - 1 = e (1/2 + 3e/8 + ...), to the order the estimate needs */
-static inline simd_d simd_rsqrt_series(simd_d e) {
-#if SIMD_RSQRT_SERIES == 4
-    simd_d t = e * (35.0 / 128) + 5.0 / 16;
-    t = t * e + 3.0 / 8;
-#elif SIMD_RSQRT_SERIES == 3
-    simd_d t = e * (5.0 / 16) + 3.0 / 8;
-#else
-    simd_d t = simd_set1(0.0);
-#endif
-    return (t * e + 0.5) * e;
-}
-
-/* whether every a in [lo, hi] is inside the range the estimate needs (with a margin of 2^6
- * below float's limits) */
+/* whether simd_sqrt and simd_rsqrt may take every a in [lo, hi]: AVX-512's estimate in
+ * [2^-120, 2^120] (float's range less a margin of 2^6, a conservative bound for vrsqrt14pd),
+ * the hardware square root everywhere */
 static inline int simd_rsqrt_range_ok(double lo, double hi) {
+#if defined(__AVX512F__)
     return lo >= 0x1p-120 && hi < 0x1p120;
+#else
+    (void)lo, (void)hi; /* the hardware square root */
+    return 1;
+#endif
 }
 
 /* the squared diagonal of the box around the points x y z (n of them) and u v w + shift (m):
@@ -116,24 +91,35 @@ static inline double simd_extent2(long n, const double *x, const double *y, cons
     return e2;
 }
 
+#if defined(__AVX512F__)
+/* (1 - e)^(-1/2) = 1 + e (1/2 + 3e/8 + 5e^2/16) for the estimate's |e| <= 2^-14 (see the top) */
+static inline simd_d simd_rsqrt_refine(simd_d e) {
+    return ((e * (5.0 / 16) + 3.0 / 8) * e + 0.5) * e;
+}
+#endif
+
 /* 1/sqrt(a), about 1 ulp */
 static inline simd_d simd_rsqrt(simd_d a) {
-    simd_d y = simd_rsqrt_estimate(a);
-    simd_d e = 1.0 - a * y * y;
-    return y + y * simd_rsqrt_series(e);
+#if defined(__AVX512F__)
+    simd_d y = (simd_d)_mm512_rsqrt14_pd((__m512d)a);
+    return y + y * simd_rsqrt_refine(1.0 - a * y * y);
+#elif defined(__AVX__)
+    return 1.0 / (simd_d)_mm256_sqrt_pd((__m256d)a);
+#elif defined(__SSE2__)
+    return 1.0 / (simd_d)_mm_sqrt_pd((__m128d)a);
+#else
+    for (int k = 0; k < SIMD_W; ++k) a[k] = 1.0 / sqrt(a[k]);
+    return a;
+#endif
 }
 
-/* sqrt(a), about 1 ulp (correctly rounded where the hardware square root is used). With AVX-512:
- * a y0 refined by the series (g = a y0 first, so a y0^2 is formed as g y0). Otherwise the
- * hardware square root: on Zen 3 (AVX2) it beats the float estimate + series, whose two
- * conversions cost more than the divider (a multiquadric pair sum: 0.80 against 1.07-1.44
- * ns/pair on one idle core); 1/sqrt is another matter, as it needs a divide as well. */
+/* sqrt(a), about 1 ulp (correctly rounded with the hardware square root); with AVX-512, g = a y0
+ * first, so that a y0^2 is formed as g y0 */
 static inline simd_d simd_sqrt(simd_d a) {
 #if defined(__AVX512F__)
-    simd_d y = simd_rsqrt_estimate(a);
+    simd_d y = (simd_d)_mm512_rsqrt14_pd((__m512d)a);
     simd_d g = a * y;
-    simd_d e = 1.0 - g * y;
-    return g + g * simd_rsqrt_series(e);
+    return g + g * simd_rsqrt_refine(1.0 - g * y);
 #elif defined(__AVX__)
     return (simd_d)_mm256_sqrt_pd((__m256d)a);
 #elif defined(__SSE2__)

@@ -21,12 +21,12 @@
 #define W SIMD_W
 #define RBF_TILE 4096
 #define RBF_CHUNK 64 /* targets per work item of the target sums (even) */
-/* columns per tile of the symmetric sum: 2048 (80 KiB of x y z w and the thread's o) stay in L2
+/* columns per tile of the symmetric sum: 2048 (96 KiB of x y z w and the thread's o, e) stay in L2
    while the row pairs stream past them (a multiple of W and even) */
 #define RBF_SYM_TILE 2048
 
-/* sqrt(a): the SIMD estimate, or exactly where a leaves its range (then the compiler's
-   vector square root) */
+/* sqrt(a): SIMD (core/simd.h), or exactly where a leaves the range of AVX-512's estimate (the
+   compiler's vector square root) */
 static inline __attribute__((always_inline)) simd_d mq_sqrt(simd_d a, int exact) {
     if (!exact) return simd_sqrt(a);
     for (int k = 0; k < W; ++k) a[k] = sqrt(a[k]);

@@ -340,9 +340,9 @@ TEST(Octree, RejectsCoincidentPoints) {
 }
 
 // One pair at a time, r across 36 decades with random mantissas and directions: the SIMD
-// reciprocal square root (core/simd.h: hardware estimate + series) against long double. A
-// series one term short for the estimate's precision leaves ~1e-13 (AVX2's 12-bit estimate
-// without its e^4 term), so the bound of 4 ulp (r^2's own rounding is up to 1.5 ulp) tells.
+// reciprocal square root (core/simd.h: AVX-512's estimate + series, else hardware sqrt and
+// divide) against long double. A series one term short for the estimate's precision leaves
+// ~1e-13, so the bound of 4 ulp (r^2's own rounding is up to 1.5 ulp) tells.
 TEST(P2P, PairAccuracyAcrossScales) {
     std::mt19937_64 g(seed_from_env());
     std::uniform_real_distribution<double> u(-1.0, 1.0), dec(-18.0, 18.0);
@@ -368,8 +368,9 @@ TEST(P2P, PairAccuracyAcrossScales) {
 }
 
 // Leaf-sized blocks (tails of every length, self pairs skipped) at ordinary and at extreme
-// scales: distances below float's range (1e-25, where the SIMD estimate gives NaN) and
-// extents beyond it (1e25) must take the exact path and give the same relative accuracy.
+// scales: distances below float's range (1e-25, where AVX-512's SIMD estimate gives NaN) and
+// extents beyond it (1e25) must give the same relative accuracy (with AVX-512 through the
+// exact path; the hardware square root of the other builds takes them directly).
 TEST(P2P, BlocksAtEveryScaleMatchLongDouble) {
     std::mt19937_64 g(seed_from_env());
     const double c[3] = {0.0, 0.0, 0.0};
