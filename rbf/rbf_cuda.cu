@@ -44,16 +44,21 @@ __global__ void __launch_bounds__(RBF_BLOCK) k_mq(long ns, const double *__restr
         if (j < ns) shx[threadIdx.x] = sx[j], shy[threadIdx.x] = sy[j], shz[threadIdx.x] = sz[j], shw[threadIdx.x] = w[j];
         else shx[threadIdx.x] = shy[threadIdx.x] = shz[threadIdx.x] = shw[threadIdx.x] = 0.0;
         __syncthreads();
+        /* a tile's sum first, then into the total: two chains of RBF_BLOCK and ns / RBF_BLOCK
+           adds instead of one of ns, whose rounding is the floor of a fit near 1e-13 (the
+           CPU's column sums, rbf/direct.c) */
+        double b0 = 0.0, b1 = 0.0;
 #pragma unroll 8
         for (int k = 0; k < RBF_BLOCK; ++k) {
             const double px = shx[k], py = shy[k], pz = shz[k], wk = shw[k];
             double dx = x0 - px, dy = y0 - py, dz = z0 - pz;
             double s = fma(dx, dx, fma(dy, dy, fma(dz, dz, c2)));
-            a0 = fma(wk, s * rsqrt(s), a0);
+            b0 = fma(wk, s * rsqrt(s), b0);
             dx = x1 - px, dy = y1 - py, dz = z1 - pz;
             s = fma(dx, dx, fma(dy, dy, fma(dz, dz, c2)));
-            a1 = fma(wk, s * rsqrt(s), a1);
+            b1 = fma(wk, s * rsqrt(s), b1);
         }
+        a0 += b0, a1 += b1;
     }
     if (i0 < m) out[i0] = a0;
     if (i1 < m) out[i1] = a1;
