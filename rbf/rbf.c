@@ -371,7 +371,6 @@ static double max_abs(long n, const double *v) {
     return m;
 }
 
-/* tau = sum_l (zeta_l . r) zeta_l over the L-sets; tb: threads * n doubles */
 /* Centres at which the fit checks an approximate mat-vec (series, BLDTT) against the exact sum. */
 #define RBF_CHECK_ROWS 256
 
@@ -388,11 +387,13 @@ static int matvec_error(fmm_rbf_plan *p, const double *lambda, const double *d, 
         row[k] = (long)((double)k * p->n / m);
         t[k] = p->x[row[k]], t[m + k] = p->y[row[k]], t[2 * m + k] = p->z[row[k]];
     }
-    int rc = rbf_direct_cpu(p->n, p->x, p->y, p->z, 1, lambda, p->c2, m, t, t + m, t + 2 * m, s, p->threads);
+    int rc = rbf_direct_cpu(p->n, p->x, p->y, p->z, 1, lambda, p->c2, m, t, t + m, t + 2 * m, s,
+                            p->threads);
     for (long k = 0; k < m && !rc; ++k) *err = fmax(*err, fabs(s[k] - d[row[k]]));
     return rc;
 }
 
+/* tau = sum_l (zeta_l . r) zeta_l over the L-sets; tb: threads * n doubles */
 static void precondition(const fmm_rbf_plan *p, const double *r, double *tau, double *tb) {
     long n = p->n, ns = n - 1;
     int q = p->q, nt = p->threads;
