@@ -34,11 +34,12 @@ static inline simd_d est_rsqrt(simd_d a) {
 static inline simd_d est_sqrt(simd_d a) {
     return a * est_rsqrt(a);
 }
+/* the library's own (core/simd.h without AVX-512: the hardware square root and divide) */
 static inline simd_d hw_sqrt(simd_d a) {
-    return (simd_d)_mm256_sqrt_pd((__m256d)a);
+    return simd_sqrt(a);
 }
 static inline simd_d hw_rsqrt(simd_d a) {
-    return 1.0 / hw_sqrt(a);
+    return simd_rsqrt(a);
 }
 
 #define MQ_ROWS2(NAME, S0, S1)                                                                     \
@@ -94,6 +95,10 @@ static double median3(const double t[3]) {
 
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 20000;
+    if (n < 2 * W || n > 1000000) {
+        fprintf(stderr, "usage: simd_sqrt_bench [N], %d <= N <= 1000000 (default 20000)\n", 2 * W);
+        return 2;
+    }
     n = (n + W - 1) / W * W;
     double *b = malloc(sizeof(double) * 5 * n), *x = b, *y = b + n, *z = b + 2 * n, *w = b + 3 * n,
            *o = b + 4 * n;
