@@ -23,7 +23,7 @@
  * on convergence the residual is recomputed from scratch with one fresh mat-vec and the
  * iteration continues if that exceeds the tolerance (so drift of the recurrence cannot end it
  * early). With an approximate mat-vec (series, BLDTT) that check also evaluates the exact
- * direct sum at 256 evenly spread centres; their largest difference e from the approximate
+ * direct sum at 1024 evenly spread centres; their largest difference e from the approximate
  * mat-vec estimates the operator's error, the fit ends only when max|r| + 2e <= tolerance
  * max|f|, and FMM_ERR_NOCONVERGE says the operator is too coarse for the tolerance when
  * 2e alone exceeds it (series_tol sets its accuracy; see docs/rbf.md).
@@ -72,7 +72,9 @@ typedef struct fmm_rbf_opts {
     int max_iter;      /* FMM_ERR_NOCONVERGE after this many iterations (default 500; >= 1) */
     int matvec;        /* enum fmm_rbf_matvec (default AUTO) */
     double series_tol; /* series mat-vec: relative accuracy of each far-field term bound;
-                          0 = automatic (tolerance / 100, at least 1e-12); else (0, 1e-2] */
+                          BLDTT: picks (theta, degree) as above; 0 = automatic (series:
+                          tolerance / 100, at least 1e-12; BLDTT: tolerance / 1000);
+                          else (0, 1e-2] */
     int device;        /* enum fmm_device: FMM_DEVICE_CUDA runs the direct mat-vec and the
                           evaluation on the GPU (FMM_ERR_DEVICE without one) */
     int threads;       /* OpenMP threads; 0 = the OpenMP default */
