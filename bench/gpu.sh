@@ -5,7 +5,7 @@
 #
 # Stages (default: build test fmm m2l):
 #   build      configure + build into build-gpu/ (GoogleTest from .gtest/, a copy of Debian's
-#              /usr/src/googletest carried by the caller)
+#              /usr/src/googletest carried by the caller); TARGETS="a b" builds only those
 #   test       the GPU GoogleTest suite (test_gpu) and test_api's plan checks (CUDA device, precision)
 #   sanitizer  compute-sanitizer memcheck and racecheck on a small case
 #   fmm        the whole FMM: SPC/E water 24k / 100k / 1M periodic (vs CPU FMM and Ewald) and
@@ -34,7 +34,7 @@ cat "$OUT/device.txt"
 if has build; then
     log build
     cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/build.log" 2>&1 &&
-        cmake --build $B -j 16 >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+        cmake --build $B -j 16 ${TARGETS:+--target $TARGETS} >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
     tail -2 "$OUT/build.log"
 fi
 

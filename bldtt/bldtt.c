@@ -378,9 +378,11 @@ int bldtt_setpts(bldtt_plan *plan, long ns, const double *sources, long nt, cons
         t.trg = targets ? &t.trg_own : &t.src;
         rc = build_lists(&t);
     }
+    double t_dev = omp_get_wtime();
 #ifdef FMM_HAVE_CUDA
     if (!rc && t.o.device == FMM_DEVICE_CUDA) rc = bt_cuda_setpts(&t);
 #endif
+    t_dev = omp_get_wtime() - t_dev;
     if (rc) {
         free_geometry(&t);
         goto out;
@@ -397,6 +399,7 @@ int bldtt_setpts(bldtt_plan *plan, long ns, const double *sources, long nt, cons
     I->source_leaves = plan->src.nleaves, I->target_leaves = plan->trg->nleaves;
     I->source_depth = plan->src.depth, I->target_depth = plan->trg->depth;
     I->time_setup_s = omp_get_wtime() - t0;
+    I->time_setup_device_s = plan->o.device == FMM_DEVICE_CUDA ? t_dev : 0;
     I->time_execute_s = 0;
 out:
     if (plan->o.threads > 0) omp_set_num_threads(saved);

@@ -10,7 +10,9 @@
  *       proxies or particles, are the inner one, staged through shared memory in tiles),
  *   D1  proxy values parent -> child, one launch per level (one block per child),
  *   D2  target leaves: leaf proxies -> targets, particle-particle and particle-cluster (one
- *       block per leaf and chunk of 128 targets, one thread per target, sources tiled),
+ *       block per leaf and chunk of 128 targets, one thread per target, sources tiled; the
+ *       particle-particle part on a second stream, beside the proxy passes, and on small trees
+ *       split over several blocks per chunk that add their sums atomically),
  * then the outputs are scattered to the caller's order and copied back.
  * Every kernel is instantiated per interaction kernel (bldtt/kernels.h) and gradient flag.
  */
@@ -44,6 +46,7 @@ struct bt_dev {
     int *work_cc; /* target clusters with CC or CP entries */
     int nwork_cc;
     int *tleaves, ntleaves, max_tleaf;
+    int near_split; /* gridDim.z of the near-only leaf launch: enough blocks to fill the device */
     int *sleaves, nsleaves;
     char *tneed;
     double *qs, *qhat, *tp, *out;
@@ -307,7 +310,9 @@ __global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char
             }
         a = o[0], gx = o[1], gy = o[2], gz = o[3];
     }
-    for (int e = (mode & LEAF_NEAR) ? pps[tn] : 0; e < ((mode & LEAF_NEAR) ? pps[tn + 1] : 0); ++e) {
+    /* near-only launches may split a leaf's list over gridDim.z blocks (entry e: block e % z) */
+    for (int e = (mode & LEAF_NEAR) ? pps[tn] + (int)blockIdx.z : 0;
+         e < ((mode & LEAF_NEAR) ? pps[tn + 1] : 0); e += gridDim.z) {
         int s = ppl[e];
         long s0 = S.ibeg[s], s1 = S.iend[s];
         for (long j0 = s0; j0 < s1; j0 += BT_TB) {
@@ -338,7 +343,12 @@ __global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char
     }
     if (act) {
         long o = T.perm[i];
-        if (mode == LEAF_FAR) {
+        if (mode == LEAF_NEAR && gridDim.z > 1) {
+            atomicAdd(out + o, a);
+            if (G)
+                atomicAdd(out + nt + 3 * o, gx), atomicAdd(out + nt + 3 * o + 1, gy),
+                    atomicAdd(out + nt + 3 * o + 2, gz);
+        } else if (mode == LEAF_FAR) {
             out[o] += a;
             if (G) out[nt + 3 * o] += gx, out[nt + 3 * o + 1] += gy, out[nt + 3 * o + 2] += gz;
         } else {
@@ -505,6 +515,18 @@ extern "C" int bt_cuda_setpts(bldtt_plan *p) {
         const bt_node *b = &p->trg->nodes[p->trg->leaves[k]];
         if (b->iend - b->ibeg > d->max_tleaf) d->max_tleaf = (int)(b->iend - b->ibeg);
     }
+    /* With few target leaves (N ~ 1e5 at the default leaf 2000: ~60 leaves, ~800 blocks) the
+     * near sums leave SMs idle and the blocks' unequal lists set the time; spreading each leaf's
+     * list over z blocks aims at >= 16 blocks per SM. */
+    {
+        int dev = 0, nsm = 0;
+        if (!rc) rc = cerr(cudaGetDevice(&dev));
+        if (!rc) rc = cerr(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+        long blocks = (long)d->ntleaves * ((d->max_tleaf + BT_TB - 1) / BT_TB);
+        long want = 16L * nsm;
+        d->near_split = blocks > 0 && blocks < want ? (int)((want + blocks - 1) / blocks) : 1;
+        if (d->near_split > 8) d->near_split = 8;
+    }
     if (!rc) rc = cerr(cudaMalloc((void **)&d->qs, sizeof(double) * p->src.n));
     if (!rc) rc = cerr(cudaMalloc((void **)&d->qhat, sizeof(double) * (size_t)p->np * p->src.nnodes));
     if (!rc) rc = cerr(cudaMalloc((void **)&d->out, sizeof(double) * 4 * (size_t)p->trg->n));
@@ -542,9 +564,11 @@ extern "C" int bt_cuda_execute(bldtt_plan *p, const double *qs, double *out, int
     /* with far-field work, the near sums run on st_near from the charges' arrival on */
     const int split = d->ntleaves && (need_up || need_down);
     if (split) {
-        dim3 g(d->ntleaves, (d->max_tleaf + BT_TB - 1) / BT_TB);
+        dim3 g(d->ntleaves, (d->max_tleaf + BT_TB - 1) / BT_TB, d->near_split);
         rc = cerr(cudaEventRecord(d->near_done, st));
         if (!rc) rc = cerr(cudaStreamWaitEvent(d->st_near, d->near_done, 0));
+        if (!rc && d->near_split > 1)
+            rc = cerr(cudaMemsetAsync(d->out, 0, sizeof(double) * nt * (grad ? 4 : 1), d->st_near));
         if (rc) return rc;
         BT_DISPATCH(K, grad, leaf(g, d->st_near, d, n1, np, prm, LEAF_NEAR, nt));
         rc = cerr(cudaEventRecord(d->near_done, d->st_near));

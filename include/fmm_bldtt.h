@@ -103,7 +103,10 @@ typedef struct bldtt_info {
     long pairs[4];            /* cluster pairs per interaction type: [0] PP, [1] PC, [2] CP,
                                  [3] CC (PP and PC counted per target leaf) */
     double evals[4];          /* kernel evaluations per type in one execute (same order) */
-    double time_setup_s;      /* last bldtt_setpts: trees and interaction lists */
+    double time_setup_s;      /* last bldtt_setpts: trees and interaction lists (and, for a
+                                 CUDA plan, their upload) */
+    double time_setup_device_s; /* the part of time_setup_s spent on the device's allocations
+                                 and uploads (0 for a CPU plan) */
     double time_execute_s;    /* last bldtt_execute, wall clock (including transfers) */
 } bldtt_info;
 
