@@ -6,6 +6,7 @@
  *   fmm-gpu-bench (--in FILE.xyzq [--tile K] | --uniform N) [--periodic] [--tolerance T]
  *                 [--order P] [--depth D] [--precision double|mixed] [--reps R] [--cpu-threads T] [--no-cpu]
  *                 [--reference ewald|tile-ewald|direct|sample|none] [--sample M] [--label NAME] [--header]
+ *   fmm-gpu-bench --largest N0 [--tolerance T] [--precision double|mixed] [--sample M]
  *
  * --in reads "x y z q" with a "# box L L L" line (SPC/E boxes of systems/water); --tile K
  * replicates the box K times per axis (an exactly periodic system whose reference is the
@@ -13,6 +14,10 @@
  * evaluation graph (binning included; CUDA events). CPU time: one setpts + execute on
  * T threads (always double precision: "vs cpu" columns of a mixed run measure the float near
  * field). Force error: relative RMS of q E over all atoms.
+ * --largest N0: the largest uniform open set (in the unit cube) that one CUDA plan takes, from N0
+ * down in steps of 10% while fmm_setpts or fmm_execute says FMM_ERR_NOMEM; prints that N, the
+ * last N that did not fit, the times of its setpts + execute and of a second execute, and its
+ * potential error at M sampled targets against the direct sum.
  */
 #include <math.h>
 #include <omp.h>
@@ -52,6 +57,49 @@ static double force_err(long n, const double *q, const double *E, const double *
     return sqrt(e / m);
 }
 
+static void die(const char *what, int rc);
+
+static int largest(fmm_opts o, long n0, long sample) {
+    double *xyz = malloc(sizeof(double) * 3 * n0), *q = malloc(sizeof(double) * n0);
+    double *phi = malloc(sizeof(double) * n0);
+    if (!xyz || !q || !phi || pts_uniform(n0, 12345, xyz, q)) die("uniform set", FMM_ERR_NOMEM);
+    o.device = FMM_DEVICE_CUDA;
+    fmm_plan *p;
+    int rc = fmm_makeplan(&o, NULL, &p);
+    if (rc) die("GPU plan", rc);
+    long n = n0, failed = 0;
+    double t0 = 0, t1 = 0, energy = 0;
+    for (;;) {
+        fprintf(stderr, "largest: n %ld: setpts + execute...\n", n);
+        t0 = now();
+        rc = fmm_setpts(p, n, xyz);
+        if (!rc) rc = fmm_execute(p, q, phi, NULL, &energy, NULL);
+        t1 = now();
+        if (rc != FMM_ERR_NOMEM) break;
+        failed = n, n = (long)(0.9 * n);
+    }
+    if (rc) die("GPU setpts/execute", rc);
+    double t2 = now();
+    if ((rc = fmm_execute(p, q, phi, NULL, &energy, NULL))) die("GPU execute", rc);
+    double t3 = now();
+    fmm_info info;
+    fmm_get_info(p, &info);
+    fmm_destroy(p);
+    long m = sample < n ? sample : n, *idx = malloc(sizeof(long) * m);
+    double *sp = malloc(sizeof(double) * m), *gp = malloc(sizeof(double) * m);
+    if (!idx || !sp || !gp) die("sample", FMM_ERR_NOMEM);
+    for (long i = 0; i < m; ++i) idx[i] = (long)((double)i * n / m), gp[i] = phi[idx[i]];
+    fprintf(stderr, "largest: reference at %ld targets...\n", m);
+    if ((rc = fmm_direct_targets(n, xyz, q, m, idx, sp, NULL, 0))) die("sampled direct sum", rc);
+    printf("largest_n,first_failed_n,order,depth,precision,setpts_execute_s,execute_s,"
+           "rel_phi_sample,sample\n");
+    printf("%ld,%ld,%d,%d,%s,%.3f,%.3f,%.3e,%ld\n", n, failed, info.order, info.depth,
+           o.precision == FMM_PRECISION_MIXED ? "mixed" : "double", t1 - t0, t3 - t2,
+           rel(m, gp, sp), m);
+    free(xyz), free(q), free(phi), free(idx), free(sp), free(gp);
+    return 0;
+}
+
 static double read_box(const char *path) {
     FILE *f = fopen(path, "r");
     char line[512];
@@ -69,7 +117,7 @@ static void die(const char *what, int rc) {
 
 int main(int argc, char **argv) {
     const char *in = NULL, *label = "run", *refkind = NULL;
-    long nuni = 0;
+    long nuni = 0, nlargest = 0;
     int tile = 1, periodic = 0, reps = 50, cpu_threads = 0, no_cpu = 0, header = 0;
     long sample = 2000;
     fmm_opts o;
@@ -86,6 +134,7 @@ int main(int argc, char **argv) {
             ++i;
             if (!strcmp(a, "--in")) in = v;
             else if (!strcmp(a, "--uniform")) nuni = atol(v);
+            else if (!strcmp(a, "--largest")) nlargest = (long)atof(v);
             else if (!strcmp(a, "--tile")) tile = atoi(v);
             else if (!strcmp(a, "--tolerance")) o.tolerance = atof(v);
             else if (!strcmp(a, "--order")) o.order = atoi(v);
@@ -103,6 +152,7 @@ int main(int argc, char **argv) {
             }
         }
     }
+    if (nlargest > 0) return largest(o, nlargest, sample);
     if (header)
         printf("label,n,periodic,order,depth,precision,gpu_ms_median,gpu_ms_min,gpu_mpart_per_s,cpu_s,cpu_threads,"
                "rel_phi_gpu_vs_cpu,rel_field_gpu_vs_cpu,rel_energy_gpu_vs_cpu,reference,rel_phi_ref,rel_force_rms_ref,"

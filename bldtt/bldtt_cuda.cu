@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "bldtt/bldtt_cuda.h"
+#include "core/cuda_status.cuh"
 #include "bldtt/kernels.h"
 
 #define BT_TB 128 /* threads per block of the tiled kernels */
@@ -57,24 +58,18 @@ struct bt_dev {
     cudaEvent_t near_done;
 };
 
-int cerr(cudaError_t e) {
-    if (e == cudaSuccess) return FMM_OK;
-    (void)cudaGetLastError();
-    return e == cudaErrorMemoryAllocation ? FMM_ERR_NOMEM : FMM_ERR_CUDA;
-}
-
 template <typename T> int dalloc(bt_dev *d, T **p, size_t n) {
     *p = NULL;
     if (n == 0) n = 1;
     if (d->nblocks >= 40) return FMM_ERR_CUDA;
-    int rc = cerr(cudaMalloc((void **)p, sizeof(T) * n));
+    int rc = fmm_cuda_status(cudaMalloc((void **)p, sizeof(T) * n));
     if (!rc) d->blocks[d->nblocks++] = *p;
     return rc;
 }
 
 template <typename T> int upload(bt_dev *d, T **p, const T *h, size_t n) {
     int rc = dalloc(d, p, n);
-    if (!rc && n) rc = cerr(cudaMemcpy(*p, h, sizeof(T) * n, cudaMemcpyHostToDevice));
+    if (!rc && n) rc = fmm_cuda_status(cudaMemcpy(*p, h, sizeof(T) * n, cudaMemcpyHostToDevice));
     return rc;
 }
 
@@ -477,10 +472,10 @@ extern "C" int bt_cuda_setpts(bldtt_plan *p) {
     bt_dev *d = (bt_dev *)calloc(1, sizeof(bt_dev));
     if (!d) return FMM_ERR_NOMEM;
     p->cuda = d;
-    int rc = cerr(cudaStreamCreateWithFlags(&d->st, cudaStreamNonBlocking));
-    if (!rc) rc = cerr(cudaStreamCreateWithFlags(&d->st_near, cudaStreamNonBlocking));
-    if (!rc) rc = cerr(cudaEventCreateWithFlags(&d->near_done, cudaEventDisableTiming));
-    if (!rc) rc = cerr(cudaMemcpyToSymbol(c_w, p->w, sizeof(double) * p->n1));
+    int rc = fmm_cuda_status(cudaStreamCreateWithFlags(&d->st, cudaStreamNonBlocking));
+    if (!rc) rc = fmm_cuda_status(cudaStreamCreateWithFlags(&d->st_near, cudaStreamNonBlocking));
+    if (!rc) rc = fmm_cuda_status(cudaEventCreateWithFlags(&d->near_done, cudaEventDisableTiming));
+    if (!rc) rc = fmm_cuda_status(cudaMemcpyToSymbol(c_w, p->w, sizeof(double) * p->n1));
     if (!rc) rc = upload_tree(d, &p->src, p->n1, &d->S);
     d->same = p->same;
     if (!rc) {
@@ -520,17 +515,17 @@ extern "C" int bt_cuda_setpts(bldtt_plan *p) {
      * list over z blocks aims at >= 16 blocks per SM. */
     {
         int dev = 0, nsm = 0;
-        if (!rc) rc = cerr(cudaGetDevice(&dev));
-        if (!rc) rc = cerr(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+        if (!rc) rc = fmm_cuda_status(cudaGetDevice(&dev));
+        if (!rc) rc = fmm_cuda_status(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
         long blocks = (long)d->ntleaves * ((d->max_tleaf + BT_TB - 1) / BT_TB);
         long want = 16L * nsm;
         d->near_split = blocks > 0 && blocks < want ? (int)((want + blocks - 1) / blocks) : 1;
         if (d->near_split > 8) d->near_split = 8;
     }
-    if (!rc) rc = cerr(cudaMalloc((void **)&d->qs, sizeof(double) * p->src.n));
-    if (!rc) rc = cerr(cudaMalloc((void **)&d->qhat, sizeof(double) * (size_t)p->np * p->src.nnodes));
-    if (!rc) rc = cerr(cudaMalloc((void **)&d->out, sizeof(double) * 4 * (size_t)p->trg->n));
-    if (!rc) rc = cerr(cudaDeviceSynchronize());
+    if (!rc) rc = fmm_cuda_status(cudaMalloc((void **)&d->qs, sizeof(double) * p->src.n));
+    if (!rc) rc = fmm_cuda_status(cudaMalloc((void **)&d->qhat, sizeof(double) * (size_t)p->np * p->src.nnodes));
+    if (!rc) rc = fmm_cuda_status(cudaMalloc((void **)&d->out, sizeof(double) * 4 * (size_t)p->trg->n));
+    if (!rc) rc = fmm_cuda_status(cudaDeviceSynchronize());
     if (rc) {
         free_dev(d);
         p->cuda = NULL;
@@ -550,13 +545,13 @@ extern "C" int bt_cuda_execute(bldtt_plan *p, const double *qs, double *out, int
     if (d->tp_nv < nv) {
         if (d->tp) cudaFree(d->tp);
         d->tp = NULL, d->tp_nv = 0;
-        rc = cerr(cudaMalloc((void **)&d->tp, sizeof(double) * (size_t)nv * np * p->trg->nnodes));
+        rc = fmm_cuda_status(cudaMalloc((void **)&d->tp, sizeof(double) * (size_t)nv * np * p->trg->nnodes));
         if (rc) return rc;
         d->tp_nv = nv;
     }
-    rc = cerr(cudaMemcpyAsync(d->qs, qs, sizeof(double) * p->src.n, cudaMemcpyHostToDevice, st));
-    if (!rc) rc = cerr(cudaMemsetAsync(d->qhat, 0, sizeof(double) * (size_t)np * p->src.nnodes, st));
-    if (!rc) rc = cerr(cudaMemsetAsync(d->tp, 0, sizeof(double) * (size_t)nv * np * p->trg->nnodes, st));
+    rc = fmm_cuda_status(cudaMemcpyAsync(d->qs, qs, sizeof(double) * p->src.n, cudaMemcpyHostToDevice, st));
+    if (!rc) rc = fmm_cuda_status(cudaMemsetAsync(d->qhat, 0, sizeof(double) * (size_t)np * p->src.nnodes, st));
+    if (!rc) rc = fmm_cuda_status(cudaMemsetAsync(d->tp, 0, sizeof(double) * (size_t)nv * np * p->trg->nnodes, st));
     if (rc) return rc;
     int need_up = p->lists[BT_PC].count + p->lists[BT_CC].count > 0;
     int need_down = p->lists[BT_CP].count + p->lists[BT_CC].count > 0;
@@ -565,13 +560,13 @@ extern "C" int bt_cuda_execute(bldtt_plan *p, const double *qs, double *out, int
     const int split = d->ntleaves && (need_up || need_down);
     if (split) {
         dim3 g(d->ntleaves, (d->max_tleaf + BT_TB - 1) / BT_TB, d->near_split);
-        rc = cerr(cudaEventRecord(d->near_done, st));
-        if (!rc) rc = cerr(cudaStreamWaitEvent(d->st_near, d->near_done, 0));
+        rc = fmm_cuda_status(cudaEventRecord(d->near_done, st));
+        if (!rc) rc = fmm_cuda_status(cudaStreamWaitEvent(d->st_near, d->near_done, 0));
         if (!rc && d->near_split > 1)
-            rc = cerr(cudaMemsetAsync(d->out, 0, sizeof(double) * nt * (grad ? 4 : 1), d->st_near));
+            rc = fmm_cuda_status(cudaMemsetAsync(d->out, 0, sizeof(double) * nt * (grad ? 4 : 1), d->st_near));
         if (rc) return rc;
         BT_DISPATCH(K, grad, leaf(g, d->st_near, d, n1, np, prm, LEAF_NEAR, nt));
-        rc = cerr(cudaEventRecord(d->near_done, d->st_near));
+        rc = fmm_cuda_status(cudaEventRecord(d->near_done, d->st_near));
         if (rc) return rc;
     }
     if (need_up) {
@@ -594,13 +589,13 @@ extern "C" int bt_cuda_execute(bldtt_plan *p, const double *qs, double *out, int
     }
     if (d->ntleaves) {
         dim3 g(d->ntleaves, (d->max_tleaf + BT_TB - 1) / BT_TB);
-        if (split) rc = cerr(cudaStreamWaitEvent(st, d->near_done, 0));
+        if (split) rc = fmm_cuda_status(cudaStreamWaitEvent(st, d->near_done, 0));
         if (rc) return rc;
         BT_DISPATCH(K, grad, leaf(g, st, d, n1, np, prm, split ? LEAF_FAR : LEAF_ALL, nt));
     }
-    rc = cerr(cudaGetLastError());
-    if (!rc) rc = cerr(cudaMemcpyAsync(out, d->out, sizeof(double) * nt * (grad ? 4 : 1), cudaMemcpyDeviceToHost, st));
-    if (!rc) rc = cerr(cudaStreamSynchronize(st));
+    rc = fmm_cuda_status(cudaGetLastError());
+    if (!rc) rc = fmm_cuda_status(cudaMemcpyAsync(out, d->out, sizeof(double) * nt * (grad ? 4 : 1), cudaMemcpyDeviceToHost, st));
+    if (!rc) rc = fmm_cuda_status(cudaStreamSynchronize(st));
     return rc;
 }
 
@@ -630,11 +625,11 @@ extern "C" int bt_cuda_direct(int kernel, double param, long ns, const double *s
     if (!rc) {
         dim3 g((unsigned)((m + BT_TB - 1) / BT_TB));
         BT_DISPATCH(kernel, grad != NULL, direct(g, ns, dsx, dsy, dsz, dq, dtc, didx, m, self, param, dphi, dgrad));
-        rc = cerr(cudaGetLastError());
+        rc = fmm_cuda_status(cudaGetLastError());
     }
-    if (!rc) rc = cerr(cudaDeviceSynchronize());
-    if (!rc && phi) rc = cerr(cudaMemcpy(phi, dphi, sizeof(double) * m, cudaMemcpyDeviceToHost));
-    if (!rc && grad) rc = cerr(cudaMemcpy(grad, dgrad, sizeof(double) * 3 * m, cudaMemcpyDeviceToHost));
+    if (!rc) rc = fmm_cuda_status(cudaDeviceSynchronize());
+    if (!rc && phi) rc = fmm_cuda_status(cudaMemcpy(phi, dphi, sizeof(double) * m, cudaMemcpyDeviceToHost));
+    if (!rc && grad) rc = fmm_cuda_status(cudaMemcpy(grad, dgrad, sizeof(double) * 3 * m, cudaMemcpyDeviceToHost));
     for (int k = 0; k < d.nblocks; ++k) cudaFree(d.blocks[k]);
     return rc;
 }

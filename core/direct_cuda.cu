@@ -1,5 +1,6 @@
 /* All-pairs direct sum on the GPU (fmm_direct_cuda): the open-boundary reference and the
  * baseline the FMM must beat. One thread per target, sources staged through shared memory. */
+#include "core/cuda_status.cuh"
 #include "fmm.h"
 
 #include <cuda_runtime_api.h>
@@ -46,8 +47,7 @@ extern "C" int fmm_direct_cuda(long n, const double *xyz, const double *q, doubl
     cudaEvent_t t0 = NULL, t1 = NULL;
     int rc = FMM_ERR_CUDA;
     cudaError_t e = cudaMalloc((void **)&d, sizeof(double) * 8 * n);
-    if (e == cudaErrorMemoryAllocation) return FMM_ERR_NOMEM;
-    if (e != cudaSuccess) return FMM_ERR_CUDA;
+    if (e != cudaSuccess) return fmm_cuda_status(e);
     double *dx = d, *dq = d + 3 * n, *out = d + 4 * n;
     if (cudaEventCreate(&t0) != cudaSuccess || cudaEventCreate(&t1) != cudaSuccess) goto done;
     if (cudaMemcpy(dx, xyz, sizeof(double) * 3 * n, cudaMemcpyHostToDevice) != cudaSuccess) goto done;

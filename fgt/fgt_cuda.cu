@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cuda_status.cuh"
 #include "fgt/fgt_internal.h"
 
 namespace {
@@ -419,12 +420,6 @@ __global__ void __launch_bounds__(EVAL_THREADS) k_hermite_bench(long n, int p, i
     if (i < n) g[i] = acc;
 }
 
-int cuda_rc(cudaError_t e) {
-    if (e == cudaSuccess) return FMM_OK;
-    (void)cudaGetLastError();
-    return e == cudaErrorMemoryAllocation ? FMM_ERR_NOMEM : FMM_ERR_CUDA;
-}
-
 // orders <= 16: unrolled in registers (8 or 16 bound); above: rolled loops, bound 32
 int np_for(int P) {
     if (P <= 8) return 8;
@@ -454,11 +449,11 @@ void state_free(State *s) {
 
 template <typename T> int upload(State *s, T **dst, const T *src, size_t n) {
     void *p = nullptr;
-    int rc = cuda_rc(cudaMalloc(&p, n * sizeof(T) > 0 ? n * sizeof(T) : 1));
+    int rc = fmm_cuda_status(cudaMalloc(&p, n * sizeof(T) > 0 ? n * sizeof(T) : 1));
     if (rc) return rc;
     s->buf[s->nbuf++] = p;
     *dst = (T *)p;
-    if (src) return cuda_rc(cudaMemcpy(p, src, n * sizeof(T), cudaMemcpyHostToDevice));
+    if (src) return fmm_cuda_status(cudaMemcpy(p, src, n * sizeof(T), cudaMemcpyHostToDevice));
     return FMM_OK;
 }
 
@@ -530,7 +525,7 @@ extern "C" int fgt_cuda_setpts(fgt_plan *p) {
     if (!rc) rc = upload(s, &s->jobs_eval, je, nje);
     free(jm), free(je);
     if (!rc) {
-        for (int i = 0; i < 5 && !rc; ++i) rc = cuda_rc(cudaEventCreate(&s->ev[i]));
+        for (int i = 0; i < 5 && !rc; ++i) rc = fmm_cuda_status(cudaEventCreate(&s->ev[i]));
         s->have_events = !rc;
     }
     if (rc) {
@@ -545,27 +540,27 @@ extern "C" int fgt_cuda_execute(fgt_plan *p, const double *q_sorted, double *g_s
     State *s = (State *)p->cuda;
     if (!s) return FMM_ERR_NOPTS;
     Dev &d = s->d;
-    int rc = cuda_rc(cudaEventRecord(s->ev[0]));
-    if (!rc) rc = cuda_rc(cudaMemcpy((void *)d.q, q_sorted, sizeof(double) * (p->ns + 8), cudaMemcpyHostToDevice));
-    if (!rc && d.A) rc = cuda_rc(cudaMemset(d.A, 0, sizeof(double) * p->na * p->ncoef));
-    if (!rc) rc = cuda_rc(cudaEventRecord(s->ev[1]));
+    int rc = fmm_cuda_status(cudaEventRecord(s->ev[0]));
+    if (!rc) rc = fmm_cuda_status(cudaMemcpy((void *)d.q, q_sorted, sizeof(double) * (p->ns + 8), cudaMemcpyHostToDevice));
+    if (!rc && d.A) rc = fmm_cuda_status(cudaMemset(d.A, 0, sizeof(double) * p->na * p->ncoef));
+    if (!rc) rc = fmm_cuda_status(cudaEventRecord(s->ev[1]));
     if (!rc && d.A && s->njm > 0) {
         k_hermite_moments<<<(unsigned)s->njm, 256>>>(d, s->jobs_moments);
-        rc = cuda_rc(cudaGetLastError());
+        rc = fmm_cuda_status(cudaGetLastError());
     }
-    if (!rc) rc = cuda_rc(cudaEventRecord(s->ev[2]));
+    if (!rc) rc = fmm_cuda_status(cudaEventRecord(s->ev[2]));
     if (!rc && d.hasB) {
         k_taylor_build<<<(unsigned)s->grid_build, 256>>>(d);
-        rc = cuda_rc(cudaGetLastError());
+        rc = fmm_cuda_status(cudaGetLastError());
     }
-    if (!rc) rc = cuda_rc(cudaEventRecord(s->ev[3]));
+    if (!rc) rc = fmm_cuda_status(cudaEventRecord(s->ev[3]));
     if (!rc) {
         launch_eval(p->P, d, s->jobs_eval, s->nje);
-        rc = cuda_rc(cudaGetLastError());
+        rc = fmm_cuda_status(cudaGetLastError());
     }
-    if (!rc) rc = cuda_rc(cudaMemcpy(g_sorted, d.g, sizeof(double) * p->nt, cudaMemcpyDeviceToHost));
-    if (!rc) rc = cuda_rc(cudaEventRecord(s->ev[4]));
-    if (!rc) rc = cuda_rc(cudaEventSynchronize(s->ev[4]));
+    if (!rc) rc = fmm_cuda_status(cudaMemcpy(g_sorted, d.g, sizeof(double) * p->nt, cudaMemcpyDeviceToHost));
+    if (!rc) rc = fmm_cuda_status(cudaEventRecord(s->ev[4]));
+    if (!rc) rc = fmm_cuda_status(cudaEventSynchronize(s->ev[4]));
     if (!rc) {
         float t[4];
         cudaEventElapsedTime(&t[0], s->ev[1], s->ev[2]);
@@ -601,26 +596,26 @@ extern "C" int fgt_cuda_hermite_bench_impl(long n, int p, int nclusters, double 
         for (size_t i = 0; i < nc; ++i) hc[i] = 2 * rnd() - 1;
         for (int i = 0; i < 3 * nclusters; ++i) hz[i] = side * rnd();
     }
-    if (!rc) rc = cuda_rc(cudaMalloc(&dx, sizeof(double) * 3 * n));
-    if (!rc) rc = cuda_rc(cudaMalloc(&dc, sizeof(double) * nc));
-    if (!rc) rc = cuda_rc(cudaMalloc(&dz, sizeof(double) * 3 * nclusters));
-    if (!rc) rc = cuda_rc(cudaMalloc(&dg, sizeof(double) * n));
-    if (!rc) rc = cuda_rc(cudaMemcpy(dx, hx, sizeof(double) * 3 * n, cudaMemcpyHostToDevice));
-    if (!rc) rc = cuda_rc(cudaMemcpy(dc, hc, sizeof(double) * nc, cudaMemcpyHostToDevice));
-    if (!rc) rc = cuda_rc(cudaMemcpy(dz, hz, sizeof(double) * 3 * nclusters, cudaMemcpyHostToDevice));
-    if (!rc) rc = cuda_rc(cudaEventCreate(&e0));
-    if (!rc) rc = cuda_rc(cudaEventCreate(&e1));
+    if (!rc) rc = fmm_cuda_status(cudaMalloc(&dx, sizeof(double) * 3 * n));
+    if (!rc) rc = fmm_cuda_status(cudaMalloc(&dc, sizeof(double) * nc));
+    if (!rc) rc = fmm_cuda_status(cudaMalloc(&dz, sizeof(double) * 3 * nclusters));
+    if (!rc) rc = fmm_cuda_status(cudaMalloc(&dg, sizeof(double) * n));
+    if (!rc) rc = fmm_cuda_status(cudaMemcpy(dx, hx, sizeof(double) * 3 * n, cudaMemcpyHostToDevice));
+    if (!rc) rc = fmm_cuda_status(cudaMemcpy(dc, hc, sizeof(double) * nc, cudaMemcpyHostToDevice));
+    if (!rc) rc = fmm_cuda_status(cudaMemcpy(dz, hz, sizeof(double) * 3 * nclusters, cudaMemcpyHostToDevice));
+    if (!rc) rc = fmm_cuda_status(cudaEventCreate(&e0));
+    if (!rc) rc = fmm_cuda_status(cudaEventCreate(&e1));
     unsigned blocks = (unsigned)((n + EVAL_THREADS - 1) / EVAL_THREADS);
     for (int rep = 0; rep < 2 && !rc; ++rep) { // the first run warms up
-        rc = cuda_rc(cudaEventRecord(e0));
+        rc = fmm_cuda_status(cudaEventRecord(e0));
         switch (np_for(p)) {
         case 8: k_hermite_bench<8><<<blocks, EVAL_THREADS>>>(n, p, nclusters, dx, dc, dz, dg); break;
         case 16: k_hermite_bench<16><<<blocks, EVAL_THREADS>>>(n, p, nclusters, dx, dc, dz, dg); break;
         default: k_hermite_bench<32><<<blocks, EVAL_THREADS>>>(n, p, nclusters, dx, dc, dz, dg); break;
         }
-        if (!rc) rc = cuda_rc(cudaGetLastError());
-        if (!rc) rc = cuda_rc(cudaEventRecord(e1));
-        if (!rc) rc = cuda_rc(cudaEventSynchronize(e1));
+        if (!rc) rc = fmm_cuda_status(cudaGetLastError());
+        if (!rc) rc = fmm_cuda_status(cudaEventRecord(e1));
+        if (!rc) rc = fmm_cuda_status(cudaEventSynchronize(e1));
     }
     if (!rc) {
         float t;

@@ -8,17 +8,13 @@
 #include <string.h>
 
 #include "core/harmonics.h"
+#include "core/cuda_status.cuh"
 #include "fmm.h"
 #include "fmm/exclusions.h"
 #include "fmm/fmm_cuda_orders.cuh"
 #include "m2l/m2l_gpu.h"
 #include "pbc/lattice.h"
 
-#define CU(call)                                                                              \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) return e_ == cudaErrorMemoryAllocation ? FMM_ERR_NOMEM : FMM_ERR_CUDA; \
-    } while (0)
 #define TRY(call)                                                                             \
     do {                                                                                      \
         int rc_ = (call);                                                                     \

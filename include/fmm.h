@@ -108,7 +108,10 @@ void fmm_default_opts(fmm_opts *opts);
  * particles are wrapped into the box. */
 int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan);
 
-/* xyz: n interleaved coordinates x0 y0 z0 x1 y1 z1 ... (copied; caller keeps ownership) */
+/* xyz: n interleaved coordinates x0 y0 z0 x1 y1 z1 ... (copied; caller keeps ownership).
+ * On failure a CPU plan keeps its previous points. A CUDA plan that runs out of device memory
+ * (FMM_ERR_NOMEM) has given up its device buffers, and with them its points: fmm_execute says
+ * FMM_ERR_NOPTS until the next successful fmm_setpts (which may be a smaller set). */
 int fmm_setpts(fmm_plan *plan, long n, const double *xyz);
 
 /* q: n charges in the caller's order, or NULL to reuse the charges of the last successful

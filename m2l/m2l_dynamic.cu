@@ -13,14 +13,10 @@
  * its box's V list itself, so the result stays right (only slower). The point of this variant
  * is the cost of device-side launches, not speed.
  */
+#include "core/cuda_status.cuh"
 #include "fmm.h"
 #include "m2l/m2l_gpu.h"
 
-#define CU(call)                                                                              \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) return e_ == cudaErrorMemoryAllocation ? FMM_ERR_NOMEM : FMM_ERR_CUDA; \
-    } while (0)
 
 #define DYN_CHUNKS 7  /* child blocks per target box: 189 = 7 x 27 V-list entries */
 #define DYN_BATCH 1024 /* target boxes per parent grid */

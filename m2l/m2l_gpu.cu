@@ -5,13 +5,9 @@
 #include <string.h>
 
 #include "core/octree.h"
+#include "core/cuda_status.cuh"
 #include "fmm.h"
 
-#define CU(call)                                                                              \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) return e_ == cudaErrorMemoryAllocation ? FMM_ERR_NOMEM : FMM_ERR_CUDA; \
-    } while (0)
 
 static int pack_offset(int dx, int dy, int dz, int cls, int flag) {
     return (dx + 3) | (dy + 3) << 3 | (dz + 3) << 6 | cls << 9 | flag << 15;
@@ -92,7 +88,7 @@ extern "C" int m2l_gpu_ops_init(m2l_gpu_ops *g, const m2l_operators *ops, int de
             if (e == cudaSuccess)
                 e = cudaMemcpy(g->dense, h, sizeof(double) * nn * M2L_NOFFSET, cudaMemcpyHostToDevice);
         }
-        rc = e == cudaSuccess ? FMM_OK : (e == cudaErrorMemoryAllocation ? FMM_ERR_NOMEM : FMM_ERR_CUDA);
+        rc = fmm_cuda_status(e);
     }
     /* the shared-memory opt-in is set here, outside any stream capture */
     if (rc == FMM_OK) rc = tiled_prepare(g->p);

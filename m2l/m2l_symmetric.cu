@@ -34,14 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cuda_status.cuh"
 #include "fmm.h"
 #include "m2l/m2l_gpu.h"
 
-#define CU(call)                                                                              \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) return e_ == cudaErrorMemoryAllocation ? FMM_ERR_NOMEM : FMM_ERR_CUDA; \
-    } while (0)
 
 #define SYM_NQ 8       /* sign groups: axis sets A */
 #define SYM_NR 7       /* classes per sign group */
@@ -541,7 +537,7 @@ static int sym_plan_fill(m2l_sym_plan *pl, const m2l_gpu_ops *g) {
         }
         if (e == cudaSuccess) e = cudaStreamSynchronize(pl->st[0]);
         if (e != cudaSuccess) {
-            rc = e == cudaErrorMemoryAllocation ? FMM_ERR_NOMEM : FMM_ERR_CUDA;
+            rc = fmm_cuda_status(e);
             goto done;
         }
     }

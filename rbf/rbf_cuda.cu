@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 
+#include "core/cuda_status.cuh"
 #include "fmm.h"
 #include "rbf/rbf_internal.h"
 
@@ -19,10 +20,6 @@ struct rbf_cuda {
     double *out;              /* max(n, tcap) */
     long tcap, ocap;
 };
-
-static int cuda_code(cudaError_t e) {
-    return e == cudaErrorMemoryAllocation ? FMM_ERR_NOMEM : FMM_ERR_CUDA;
-}
 
 __global__ void __launch_bounds__(RBF_BLOCK) k_mq(long ns, const double *__restrict__ sx,
                                                   const double *__restrict__ sy,
@@ -86,7 +83,7 @@ extern "C" int rbf_cuda_create(rbf_cuda **out, long n, const double *x, const do
         (e = cudaMemcpy(g->sz, z, b, cudaMemcpyHostToDevice)) != cudaSuccess) {
         rbf_cuda_destroy(g);
         (void)cudaGetLastError();
-        return cuda_code(e);
+        return fmm_cuda_status(e);
     }
     g->ocap = n;
     *out = g;
@@ -102,7 +99,7 @@ extern "C" int rbf_cuda_matvec(rbf_cuda *g, double c2, const double *w, long m, 
         g->t = NULL, g->tcap = 0;
         if ((e = cudaMalloc((void **)&g->t, sizeof(double) * 3 * (size_t)m)) != cudaSuccess) {
             (void)cudaGetLastError();
-            return cuda_code(e);
+            return fmm_cuda_status(e);
         }
         g->tcap = m;
     }
@@ -111,25 +108,25 @@ extern "C" int rbf_cuda_matvec(rbf_cuda *g, double c2, const double *w, long m, 
         g->out = NULL, g->ocap = 0;
         if ((e = cudaMalloc((void **)&g->out, sizeof(double) * (size_t)m)) != cudaSuccess) {
             (void)cudaGetLastError();
-            return cuda_code(e);
+            return fmm_cuda_status(e);
         }
         g->ocap = m;
     }
     if ((e = cudaMemcpy(g->w, w, sizeof(double) * g->n, cudaMemcpyHostToDevice)) != cudaSuccess)
-        return cuda_code(e);
+        return fmm_cuda_status(e);
     const double *dx = g->sx, *dy = g->sy, *dz = g->sz;
     if (tx) {
         size_t b = sizeof(double) * (size_t)m;
         if ((e = cudaMemcpy(g->t, tx, b, cudaMemcpyHostToDevice)) != cudaSuccess ||
             (e = cudaMemcpy(g->t + m, ty, b, cudaMemcpyHostToDevice)) != cudaSuccess ||
             (e = cudaMemcpy(g->t + 2 * m, tz, b, cudaMemcpyHostToDevice)) != cudaSuccess)
-            return cuda_code(e);
+            return fmm_cuda_status(e);
         dx = g->t, dy = g->t + m, dz = g->t + 2 * m;
     }
     long per = RBF_BLOCK * RBF_TPT;
     k_mq<<<(unsigned)((m + per - 1) / per), RBF_BLOCK>>>(g->n, g->sx, g->sy, g->sz, g->w, c2, m, dx, dy, dz, g->out);
-    if ((e = cudaGetLastError()) != cudaSuccess) return cuda_code(e);
+    if ((e = cudaGetLastError()) != cudaSuccess) return fmm_cuda_status(e);
     if ((e = cudaMemcpy(out, g->out, sizeof(double) * (size_t)m, cudaMemcpyDeviceToHost)) != cudaSuccess)
-        return cuda_code(e);
+        return fmm_cuda_status(e);
     return 0;
 }

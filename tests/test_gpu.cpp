@@ -4,12 +4,16 @@
 // the reason) where no CUDA device is usable; the CPU-only build still compiles and lists them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "fmm.h"
 #include "pointsets.h"
+#ifdef FMM_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace {
 
@@ -432,6 +436,57 @@ TEST(GpuPlan, RejectsWhatItCannotDo) {
     EXPECT_EQ(fmm_setpts(p, 100, xyz.data()), FMM_ERR_DEPTH);
     EXPECT_EQ(fmm_execute(p, q.data(), nullptr, nullptr, nullptr, nullptr), FMM_ERR_NOPTS);
     fmm_destroy(p);
+}
+
+// The device's memory runs out under a plan: fmm_setpts says FMM_ERR_NOMEM and leaves the plan
+// without points (FMM_ERR_NOPTS: its device buffers were given up for the larger set), and once
+// memory is free again the same plan takes a set and reproduces its earlier result. The memory
+// is taken by this test itself, all but 256 MB of what is free; the large set needs ~0.9 GB.
+TEST(GpuPlan, OutOfDeviceMemoryIsAClearErrorAndThePlanRecovers) {
+    SKIP_WITHOUT_GPU();
+#ifndef FMM_HAVE_CUDA
+    GTEST_SKIP() << "the test takes device memory through the CUDA runtime: built without CUDA";
+#else
+    const long n = 20000, big = 4000000;
+    std::vector<double> xyz(3 * big), q(big), phi0(n), phi1(n);
+    ASSERT_EQ(pts_uniform(big, test_seed(), xyz.data(), q.data()), 0);
+    fmm_opts o;
+    fmm_default_opts(&o);
+    o.device = FMM_DEVICE_CUDA;
+    o.tolerance = 1e-6;
+    fmm_plan *p = nullptr;
+    ASSERT_EQ(fmm_makeplan(&o, nullptr, &p), FMM_OK);
+    ASSERT_EQ(fmm_setpts(p, n, xyz.data()), FMM_OK);
+    ASSERT_EQ(fmm_execute(p, q.data(), phi0.data(), nullptr, nullptr, nullptr), FMM_OK);
+    std::vector<void *> taken;
+    const size_t keep = size_t(256) << 20;
+    size_t chunk = size_t(1) << 32, freeb = 0, total = 0;
+    ASSERT_EQ(cudaMemGetInfo(&freeb, &total), cudaSuccess);
+    while (freeb > keep && chunk >= (size_t(1) << 20)) {
+        void *d = nullptr;
+        size_t want = std::min(chunk, freeb - keep);
+        if (cudaMalloc(&d, want) == cudaSuccess)
+            taken.push_back(d);
+        else
+            chunk /= 2, (void)cudaGetLastError();
+        if (cudaMemGetInfo(&freeb, &total) != cudaSuccess) break;
+    }
+    std::cout << "device memory left free: " << (freeb >> 20) << " MiB of " << (total >> 20)
+              << "\n";
+    const int rc = fmm_setpts(p, big, xyz.data());
+    for (void *d : taken) cudaFree(d);
+    EXPECT_EQ(rc, FMM_ERR_NOMEM) << fmm_strerror(rc);
+    EXPECT_STREQ(fmm_strerror(rc), "out of memory");
+    EXPECT_EQ(fmm_execute(p, q.data(), phi1.data(), nullptr, nullptr, nullptr), FMM_ERR_NOPTS);
+    ASSERT_EQ(fmm_setpts(p, n, xyz.data()), FMM_OK);
+    ASSERT_EQ(fmm_execute(p, q.data(), phi1.data(), nullptr, nullptr, nullptr), FMM_OK);
+    EXPECT_LT(rel(phi1, phi0), 1e-12);
+    // with the memory back, the large set fits the same plan
+    std::vector<double> phib(big);
+    EXPECT_EQ(fmm_setpts(p, big, xyz.data()), FMM_OK);
+    EXPECT_EQ(fmm_execute(p, q.data(), phib.data(), nullptr, nullptr, nullptr), FMM_OK);
+    fmm_destroy(p);
+#endif
 }
 
 TEST(GpuPlan, WithoutADeviceSaysSo) {
