@@ -411,15 +411,55 @@ extern "C" int fmm_gpu_auto_depth(long n, int p) {
     return D < 0 ? 0 : (D > 8 ? 8 : D);
 }
 
+/* The captured evaluation graphs hold the device buffers' addresses: whatever frees or moves a
+ * buffer drops them (a setpts that ran out of memory, then one of the earlier size and depth,
+ * would otherwise replay a graph on freed memory). */
+static void drop_graphs(fmm_gpu *g) {
+    for (int v = 0; v < 2; ++v) {
+        if (g->exec[v]) cudaGraphExecDestroy(g->exec[v]);
+        g->exec[v] = NULL;
+    }
+}
+
+/* The buffers that depend on the point count and the depth, in four groups: each group's
+ * alloc_ frees it and allocates it anew when it must grow; a failed setpts frees all four. */
+static void free_particles(fmm_gpu *g) {
+    drop_graphs(g);
+    void *ptrs[] = {g->xyz, g->qin, g->xw, g->key, g->rank, g->perm, g->x, g->pk, g->far, g->near, g->out, g->stage};
+    for (void *p : ptrs) cudaFree(p);
+    g->xyz = g->qin = g->xw = g->x = g->far = g->near = g->out = NULL;
+    g->stage = NULL;
+    g->key = NULL, g->rank = g->perm = NULL, g->pk = NULL;
+    g->cap = 0;
+}
+
+static void free_tree(fmm_gpu *g) {
+    drop_graphs(g);
+    void *ptrs[] = {g->W, g->U, g->cs, g->ce, g->cnt, g->lsum, g->chunk_end, g->stmp};
+    for (void *p : ptrs) cudaFree(p);
+    g->W = g->U = NULL, g->cs = g->ce = g->cnt = g->chunk_end = NULL, g->lsum = NULL, g->stmp = NULL, g->cap_box = 0;
+}
+
+static void free_chunk_leaf(fmm_gpu *g) {
+    drop_graphs(g);
+    cudaFree(g->chunk_leaf);
+    g->chunk_leaf = NULL, g->cap_chunk = 0;
+}
+
+static void free_sym_plans(fmm_gpu *g) {
+    drop_graphs(g);
+    for (int l = 0; l < 11; ++l) {
+        m2l_gpu_symmetric_free(g->sym[l]);
+        g->sym[l] = NULL;
+    }
+    g->sym_depth = -1;
+}
+
 extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     if (!g) return;
-    for (int v = 0; v < 2; ++v)
-        if (g->exec[v]) cudaGraphExecDestroy(g->exec[v]);
-    for (int l = 0; l < 11; ++l) m2l_gpu_symmetric_free(g->sym[l]);
+    free_particles(g), free_tree(g), free_chunk_leaf(g), free_sym_plans(g);
     m2l_gpu_ops_free(&g->m2l);
-    void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->xyz, g->qin, g->xw, g->key, g->rank, g->perm,
-                    g->x, g->pk, g->cs, g->ce, g->cnt, g->lsum, g->chunk_end, g->chunk_leaf, g->stmp, g->far,
-                    g->near, g->out, g->W, g->U, g->geom, g->red, g->xstart, g->xpartner, g->stage};
+    void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->geom, g->red, g->xstart, g->xpartner};
     for (void *p : ptrs) cudaFree(p);
     if (g->s0) cudaStreamDestroy(g->s0);
     if (g->s1) cudaStreamDestroy(g->s1);
@@ -493,12 +533,7 @@ extern "C" int fmm_gpu_create(const fmm_gpu_setup *s, fmm_gpu **out) {
 
 static int alloc_particles(fmm_gpu *g, long n) {
     if (n <= g->cap) return FMM_OK;
-    void *ptrs[] = {g->xyz, g->qin, g->xw, g->key, g->rank, g->perm, g->x, g->pk, g->far, g->near, g->out, g->stage};
-    for (void *p : ptrs) cudaFree(p);
-    g->xyz = g->qin = g->xw = g->x = g->far = g->near = g->out = NULL;
-    g->stage = NULL;
-    g->key = NULL, g->rank = g->perm = NULL, g->pk = NULL;
-    g->cap = 0;
+    free_particles(g);
     CU(cudaMalloc((void **)&g->xyz, sizeof(double) * 3 * n));
     CU(cudaMalloc((void **)&g->qin, sizeof(double) * n));
     CU(cudaMalloc((void **)&g->stage, sizeof(float) * 4 * n));
@@ -519,9 +554,7 @@ static int alloc_particles(fmm_gpu *g, long n) {
 static int alloc_tree(fmm_gpu *g, int depth) {
     const long nleaf = 1L << (3 * depth), nbox = level_offset(depth + 1);
     if (nbox <= g->cap_box) return FMM_OK;
-    void *ptrs[] = {g->W, g->U, g->cs, g->ce, g->cnt, g->lsum, g->chunk_end, g->stmp};
-    for (void *p : ptrs) cudaFree(p);
-    g->W = g->U = NULL, g->cs = g->ce = g->cnt = g->chunk_end = NULL, g->lsum = NULL, g->stmp = NULL, g->cap_box = 0;
+    free_tree(g);
     CU(cudaMalloc((void **)&g->W, sizeof(double) * g->nc * nbox));
     CU(cudaMalloc((void **)&g->U, sizeof(double) * g->nc * nbox));
     CU(cudaMalloc((void **)&g->cs, sizeof(int) * nleaf));
@@ -543,8 +576,7 @@ static inline unsigned blocks(long n, int t) { return (unsigned)((n + t - 1) / t
 static int alloc_chunk_leaf(fmm_gpu *g, long n, int depth) {
     const long need = (1L << (3 * depth)) + (n + 31) / 32;
     if (need <= g->cap_chunk) return FMM_OK;
-    cudaFree(g->chunk_leaf);
-    g->chunk_leaf = NULL, g->cap_chunk = 0;
+    free_chunk_leaf(g);
     CU(cudaMalloc((void **)&g->chunk_leaf, sizeof(int) * need));
     g->cap_chunk = need;
     return FMM_OK;
@@ -559,11 +591,7 @@ static int m2l_level(fmm_gpu *g, int l, cudaStream_t st) {
 /* the symmetric M2L plans of the levels with M2L (periodic 1..depth, open 2..depth) */
 static int sym_plans(fmm_gpu *g, int depth) {
     if (g->sym_depth == depth) return FMM_OK;
-    for (int l = 0; l < 11; ++l) {
-        m2l_gpu_symmetric_free(g->sym[l]);
-        g->sym[l] = NULL;
-    }
-    g->sym_depth = -1;
+    free_sym_plans(g);
     for (int l = g->periodic ? 1 : 2; l <= depth; ++l) TRY(m2l_gpu_symmetric_plan(&g->m2l, l, g->periodic, g->mixed && g->p <= M2L_SYM_FLOAT_PMAX, &g->sym[l]));
     g->sym_depth = depth;
     return FMM_OK;
@@ -725,10 +753,14 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int f32, cons
                               int depth) {
     if (n > 2147483647L) return FMM_ERR_NPTS;
     if (depth < 0 || depth > 10) return FMM_ERR_DEPTH;
-    TRY(alloc_particles(g, n));
-    TRY(alloc_tree(g, depth));
-    TRY(alloc_chunk_leaf(g, n, depth));
-    TRY(sym_plans(g, depth));
+    int rc = alloc_particles(g, n);
+    if (!rc) rc = alloc_tree(g, depth);
+    if (!rc) rc = alloc_chunk_leaf(g, n, depth);
+    if (!rc) rc = sym_plans(g, depth);
+    if (rc) { /* hold nothing for a set that did not fit: the plan has no points now */
+        free_particles(g), free_tree(g), free_chunk_leaf(g), free_sym_plans(g);
+        return rc;
+    }
     const double geom[G_N] = {lo[0], lo[1], lo[2], side, (double)(1L << KEYBITS) / side};
     CU(cudaMemcpyAsync(g->geom, geom, sizeof geom, cudaMemcpyHostToDevice, g->s0));
     if (f32) {

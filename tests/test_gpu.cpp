@@ -412,7 +412,12 @@ TEST(GpuPlan, SinglePrecisionEntryPointsMatchDouble) {
         EXPECT_LT(rel(fi, d.field), tol);
         EXPECT_LT(rel(ph1, d.phi), tol);
         EXPECT_LT(rel(fi1, d.field), tol);
-        EXPECT_LT(std::fabs(energy - d.energy), (mixed ? 1e-7 : 1e-12) * std::fabs(d.energy));
+        // the energy of random charges cancels (seed 2248729630: |U| = 1085, 1/2 sum |q phi| =
+        // 216563), and the run-to-run order of the float sums moves it relative to the sum of its
+        // magnitudes (there 2.2e-9 of it), not to |U|: mixed is bounded on that scale
+        double mag = 0;
+        for (long i = 0; i < n; ++i) mag += 0.5 * std::fabs(q[i] * d.phi[i]);
+        EXPECT_LT(std::fabs(energy - d.energy), mixed ? 1e-7 * mag : 1e-12 * std::fabs(d.energy));
         fmm_destroy(p);
     }
 }
