@@ -118,6 +118,7 @@ static void die(const char *what, int rc) {
 int main(int argc, char **argv) {
     const char *in = NULL, *label = "run", *refkind = NULL;
     long nuni = 0, nlargest = 0;
+    int nlargest_arg = 0;
     int tile = 1, periodic = 0, reps = 50, cpu_threads = 0, no_cpu = 0, header = 0;
     long sample = 2000;
     fmm_opts o;
@@ -134,7 +135,8 @@ int main(int argc, char **argv) {
             ++i;
             if (!strcmp(a, "--in")) in = v;
             else if (!strcmp(a, "--uniform")) nuni = atol(v);
-            else if (!strcmp(a, "--largest")) nlargest = (long)atof(v);
+            else if (!strcmp(a, "--largest"))
+                nlargest = (long)atof(v), nlargest_arg = 1;
             else if (!strcmp(a, "--tile")) tile = atoi(v);
             else if (!strcmp(a, "--tolerance")) o.tolerance = atof(v);
             else if (!strcmp(a, "--order")) o.order = atoi(v);
@@ -152,7 +154,14 @@ int main(int argc, char **argv) {
             }
         }
     }
-    if (nlargest > 0) return largest(o, nlargest, sample);
+    if (nlargest_arg) {
+        if (nlargest < 1 || in || nuni > 0 || periodic) {
+            fprintf(stderr, "fmm-gpu-bench: --largest takes N0 >= 1 and no --in, --uniform or "
+                            "--periodic (it searches uniform open sets)\n");
+            return 2;
+        }
+        return largest(o, nlargest, sample);
+    }
     if (header)
         printf("label,n,periodic,order,depth,precision,gpu_ms_median,gpu_ms_min,gpu_mpart_per_s,cpu_s,cpu_threads,"
                "rel_phi_gpu_vs_cpu,rel_field_gpu_vs_cpu,rel_energy_gpu_vs_cpu,reference,rel_phi_ref,rel_force_rms_ref,"

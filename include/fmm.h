@@ -109,9 +109,12 @@ void fmm_default_opts(fmm_opts *opts);
 int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan);
 
 /* xyz: n interleaved coordinates x0 y0 z0 x1 y1 z1 ... (copied; caller keeps ownership).
- * On failure a CPU plan keeps its previous points. A CUDA plan that runs out of device memory
- * (FMM_ERR_NOMEM) has given up its device buffers, and with them its points: fmm_execute says
- * FMM_ERR_NOPTS until the next successful fmm_setpts (which may be a smaller set). */
+ * On failure a CPU plan keeps its previous points, and so does a CUDA plan whose input is
+ * rejected before the device is touched (FMM_ERR_ARG, FMM_ERR_NPTS for n < 1,
+ * FMM_ERR_NONFINITE, FMM_ERR_OUTSIDE). A failure on the device (FMM_ERR_NPTS above 2^31 - 1,
+ * FMM_ERR_DEPTH, FMM_ERR_NOMEM, FMM_ERR_CUDA) leaves a CUDA plan without points: fmm_execute
+ * says FMM_ERR_NOPTS until the next successful fmm_setpts (which may be a smaller set); a failed
+ * device allocation has also freed every buffer that depends on the point count and depth. */
 int fmm_setpts(fmm_plan *plan, long n, const double *xyz);
 
 /* q: n charges in the caller's order, or NULL to reuse the charges of the last successful

@@ -443,10 +443,11 @@ TEST(GpuPlan, RejectsWhatItCannotDo) {
     fmm_destroy(p);
 }
 
-// The device's memory runs out under a plan: fmm_setpts says FMM_ERR_NOMEM and leaves the plan
-// without points (FMM_ERR_NOPTS: its device buffers were given up for the larger set), and once
-// memory is free again the same plan takes a set and reproduces its earlier result. The memory
-// is taken by this test itself, all but 256 MB of what is free; the large set needs ~0.9 GB.
+// A NaN in the input leaves a CUDA plan's points as they were. The device's memory runs out
+// under a plan: fmm_setpts says FMM_ERR_NOMEM and leaves the plan without points (FMM_ERR_NOPTS:
+// its device buffers were given up for the larger set), and once memory is free again the same plan
+// takes a set and reproduces its earlier result. The memory is taken by this test itself, all but
+// 256 MB of what is free; the large set needs ~0.9 GB.
 TEST(GpuPlan, OutOfDeviceMemoryIsAClearErrorAndThePlanRecovers) {
     SKIP_WITHOUT_GPU();
 #ifndef FMM_HAVE_CUDA
@@ -463,6 +464,12 @@ TEST(GpuPlan, OutOfDeviceMemoryIsAClearErrorAndThePlanRecovers) {
     ASSERT_EQ(fmm_makeplan(&o, nullptr, &p), FMM_OK);
     ASSERT_EQ(fmm_setpts(p, n, xyz.data()), FMM_OK);
     ASSERT_EQ(fmm_execute(p, q.data(), phi0.data(), nullptr, nullptr, nullptr), FMM_OK);
+    // input rejected before the device is touched: the plan keeps its points
+    std::vector<double> bad(xyz.begin(), xyz.begin() + 3 * n);
+    bad[3 * 777 + 1] = NAN;
+    EXPECT_EQ(fmm_setpts(p, n, bad.data()), FMM_ERR_NONFINITE);
+    ASSERT_EQ(fmm_execute(p, q.data(), phi1.data(), nullptr, nullptr, nullptr), FMM_OK);
+    EXPECT_LT(rel(phi1, phi0), 1e-12);
     std::vector<void *> taken;
     const size_t keep = size_t(256) << 20;
     size_t chunk = size_t(1) << 32, freeb = 0, total = 0;
