@@ -67,9 +67,12 @@ int m2l_gpu_dynamic(const m2l_gpu_ops *g, int level, int periodic, const double 
 /* symmetric: a plan per (operator set, level, boundary) holds the presorted lists, tables and
  * its 8 streams (m2l/m2l_symmetric.cu); run queues U = M2L(W) on `stream` (forking onto the
  * plan's streams and joining back), so one plan serves one run at a time. The plan refers to
- * g's operators: free it before g. single: the products in float (operator rows and combined
- * sources rounded to float as they are staged, sums added to the double U; about 1e-7 relative,
- * for the mixed-precision FMM; p <= M2L_SYM_FLOAT_PMAX, else FMM_ERR_ARG). m2l_symmetric_emulate: the same plan tables and algebra on
+ * g's operators: free it before g. single: the products in float (the plan keeps the class
+ * operators in float, and each run first rounds the level's multipoles into a float copy with
+ * rows padded to a multiple of 4 coefficients, so the gathers, which bound the kernel, move half
+ * the bytes as float4 loads; Hadamard combinations and products in float, sums added to the
+ * double U; about 1e-7 relative, for the mixed-precision FMM; p <= M2L_SYM_FLOAT_PMAX, else
+ * FMM_ERR_ARG). m2l_symmetric_emulate: the same plan tables and algebra on
  * the CPU (for tests without a device; U [8^level][nc]). Return FMM_OK, FMM_ERR_ARG,
  * FMM_ERR_NOMEM or FMM_ERR_CUDA. */
 typedef struct m2l_sym_plan m2l_sym_plan;

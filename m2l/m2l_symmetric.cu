@@ -76,7 +76,8 @@ constexpr int sym_rpt(int P, int B) {
 }
 
 /* R: the arithmetic of the products (double, or float for the mixed-precision FMM: operator rows
- * and Hadamard planes are rounded to float when staged, sums go to the double U) */
+ * and sources are rounded to float (the sources before their Hadamard combination), sums go to the
+ * double U) */
 template <int P, int B, typename R> struct sym_shape {
     static constexpr int NC = (P + 1) * (P + 1);
     static constexpr int GW = 8 / B;                      /* warps per row group */
@@ -89,6 +90,9 @@ template <int P, int B, typename R> struct sym_shape {
     static constexpr int XT = TT + 1;
     static constexpr int KC = B * 32 * TT <= 8192 ? 32 : (B * 16 * TT <= 8192 ? 16 : (B * 8 * TT <= 8192 ? 8 : 4));
     static constexpr int TS = 8 * RP2 + 2;                /* stride of one input coefficient in the operator stage */
+    static constexpr int V = sizeof(R) == 4 ? 4 : 1; /* coefficients per gather (float4 in float) */
+    static constexpr int WS =
+        (NC + V - 1) / V * V; /* stride of the sources as the kernel reads them */
     static constexpr size_t SMEM = sizeof(R) * ((size_t)KC * TS + (size_t)B * KC * XT) + sizeof(int) * B * TT;
 };
 
@@ -329,15 +333,16 @@ __device__ inline double sym_fma(double a, double b, double c) { return fma(a, b
 __device__ inline float sym_fma(float a, float b, float c) { return fmaf(a, b, c); }
 
 template <int P, int B, typename R>
-__global__ void __launch_bounds__(256, sizeof(R) == 4 ? M2L_SYM_MINBLOCKS_FLOAT : M2L_SYM_MINBLOCKS) k_m2l_sym(const double *__restrict__ cls, const double *__restrict__ sign,
-                                                 const int *__restrict__ info, const short *__restrict__ rows,
-                                                 const unsigned char *__restrict__ kap, const int *__restrict__ srcl,
-                                                 int A, int qbase, int rstride, int level, long ntp, int csplit,
-                                                 const double *__restrict__ W, double *__restrict__ U) {
+__global__ void __launch_bounds__(256, sizeof(R) == 4 ? M2L_SYM_MINBLOCKS_FLOAT : M2L_SYM_MINBLOCKS)
+    k_m2l_sym(const R *__restrict__ cls, const double *__restrict__ sign,
+              const int *__restrict__ info, const short *__restrict__ rows,
+              const unsigned char *__restrict__ kap, const int *__restrict__ srcl, int A, int qbase,
+              int rstride, int level, long ntp, int csplit, const R *__restrict__ W,
+              double *__restrict__ U) {
     using S = sym_shape<P, B, R>;
     using R2 = typename sym_vec2<R>::type;
-    constexpr int NC = S::NC, GW = S::GW, RPTS = S::RPTS, RP2 = S::RP2, COLS = S::COLS, TT = S::TT, XT = S::XT,
-                  KC = S::KC, TS = S::TS;
+    constexpr int NC = S::NC, GW = S::GW, RPTS = S::RPTS, RP2 = S::RP2, COLS = S::COLS, TT = S::TT,
+                  XT = S::XT, KC = S::KC, TS = S::TS, V = S::V, WS = S::WS;
     extern __shared__ __align__(16) unsigned char sym_smem[]; /* 16-byte aligned: pair loads of Ts */
     R *Ts = reinterpret_cast<R *>(sym_smem), *Zs = Ts + KC * TS;
     int *srcs = (int *)(Zs + B * KC * XT);
@@ -354,7 +359,8 @@ __global__ void __launch_bounds__(256, sizeof(R) == 4 ? M2L_SYM_MINBLOCKS_FLOAT 
         for (int c = 0; c < COLS; ++c) acc[i][c] = 0;
     for (int r = r0; r < r1; ++r) {
         const int inf = info[(parity * SYM_NQ + A) * SYM_NR + r], c = inf & 63, f0 = inf >> 6;
-        const double *T = cls + (size_t)c * NC * NC, *s0 = sign + f0 * NC;
+        const R *T = cls + (size_t)c * NC * NC;
+        const double *s0 = sign + f0 * NC;
         const int *sl = srcl + ((size_t)parity * M2L_VLIST + qbase + r * B) * ntp;
         __syncthreads(); /* the previous class's stages are consumed */
         for (int idx = threadIdx.x; idx < B * TT; idx += 256) {
@@ -368,33 +374,47 @@ __global__ void __launch_bounds__(256, sizeof(R) == 4 ? M2L_SYM_MINBLOCKS_FLOAT 
             for (int idx = threadIdx.x; idx < 8 * RP2 * KC; idx += 256) {
                 const int jj = idx % KC, wi = idx / KC, w = wi / RP2, i = wi % RP2, j = j0 + jj;
                 const int row = i < RPTS ? rq[w * rstride + i] : -1;
-                Ts[jj * TS + w * RP2 + i] = (R)((row >= 0 && j < NC) ? s0[row] * T[(size_t)row * NC + j] : 0.0);
+                Ts[jj * TS + w * RP2 + i] =
+                    (row >= 0 && j < NC) ? (R)s0[row] * T[(size_t)row * NC + j] : (R)0;
             }
-            /* Hadamard planes of the members' signed sources, stored by row group g = h ^ kappa(j) */
-            for (int idx = threadIdx.x; idx < KC * TT; idx += 256) {
-                const int jj = idx % KC, col = idx / KC, j = j0 + jj;
-                if (j < NC) {
-                    const double sj = s0[j];
-                    double x[B];
+            /* Hadamard planes of the members' signed sources, stored by row group g = h ^ kappa(j);
+               V consecutive coefficients per gather (the float sources' rows are padded to WS) */
+            for (int idx = threadIdx.x; idx < KC / V * TT; idx += 256) {
+                const int jv = idx % (KC / V), col = idx / (KC / V), jj0 = jv * V, j = j0 + jj0;
+                R x[V][B];
 #pragma unroll
-                    for (int gm = 0; gm < B; ++gm) {
-                        const int sb = srcs[gm * TT + col];
-                        x[gm] = sb >= 0 ? sj * W[(size_t)sb * NC + j] : 0.0;
+                for (int gm = 0; gm < B; ++gm) {
+                    const int sb = srcs[gm * TT + col];
+                    if (sb >= 0 && j < WS) {
+                        if constexpr (V == 4) {
+                            const float4 v =
+                                *reinterpret_cast<const float4 *>(W + (size_t)sb * WS + j);
+                            x[0][gm] = v.x, x[1][gm] = v.y, x[2][gm] = v.z, x[3][gm] = v.w;
+                        } else {
+                            x[0][gm] = W[(size_t)sb * WS + j];
+                        }
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < V; ++e) x[e][gm] = 0;
                     }
+                }
+#pragma unroll
+                for (int e = 0; e < V; ++e) {
+                    const int je = j + e;
+                    const R sj = je < NC ? (R)s0[je] : (R)0;
+#pragma unroll
+                    for (int gm = 0; gm < B; ++gm) x[e][gm] *= sj;
 #pragma unroll
                     for (int len = 1; len < B; len <<= 1)
 #pragma unroll
                         for (int gm = 0; gm < B; ++gm)
                             if (!(gm & len)) {
-                                const double a = x[gm], b = x[gm | len];
-                                x[gm] = a + b, x[gm | len] = a - b;
+                                const R a = x[e][gm], b = x[e][gm | len];
+                                x[e][gm] = a + b, x[e][gm | len] = a - b;
                             }
-                    const int kj = B > 1 ? kq[j] : 0;
+                    const int kj = B > 1 && je < NC ? kq[je] : 0;
 #pragma unroll
-                    for (int h = 0; h < B; ++h) Zs[((h ^ kj) * KC + jj) * XT + col] = (R)x[h];
-                } else {
-#pragma unroll
-                    for (int h = 0; h < B; ++h) Zs[(h * KC + jj) * XT + col] = 0;
+                    for (int h = 0; h < B; ++h) Zs[((h ^ kj) * KC + jj0 + e) * XT + col] = x[e][h];
                 }
             }
             __syncthreads();
@@ -442,10 +462,26 @@ __global__ void k_sym_lists(int *__restrict__ srcl, const int *__restrict__ memb
     }
 }
 
+/* single: the sources rounded to float, rows padded to ws coefficients (float4 gathers) */
+__global__ void k_sym_tofloat(long nbox, int nc, int ws, const double *__restrict__ W,
+                              float *__restrict__ Wf) {
+    for (long idx = (long)blockIdx.x * blockDim.x + threadIdx.x; idx < nbox * ws;
+         idx += (long)gridDim.x * blockDim.x) {
+        const long b = idx / ws;
+        const int j = (int)(idx % ws);
+        Wf[idx] = j < nc ? (float)W[b * nc + j] : 0.0f;
+    }
+}
+
 struct m2l_sym_plan {
     int p, nc, level, periodic, single, nsm, rstride;
     long ntp;                /* targets per parity */
     const double *cls, *sign; /* the operator set's (not owned) */
+    /* single: the class operators rounded to float, and the level's sources as the float kernels
+       read them (refreshed by every run; halves the bytes of the gathers, which bound the kernel)
+     */
+    float *clsf, *Wf;
+    int ws;
     int *info, *memb, *srcl;
     short *rows;
     unsigned char *kap;
@@ -467,8 +503,11 @@ static int sym_launch(const m2l_sym_plan *pl, int A, const double *W, double *U,
     long csplit = (pl->nsm / 2 + tiles * 8 * S::NS - 1) / (tiles * 8 * S::NS);
     csplit = csplit < 1 ? 1 : (csplit > SYM_NR ? SYM_NR : csplit);
     dim3 grid((unsigned)tiles, 8, (unsigned)(S::NS * csplit));
-    k_m2l_sym<P, B, R><<<grid, 256, S::SMEM, st>>>(pl->cls, pl->sign, pl->info, pl->rows, pl->kap, pl->srcl, A,
-                                                sym_qbase(A), pl->rstride, pl->level, pl->ntp, (int)csplit, W, U);
+    const R *cls = sizeof(R) == 4 ? (const R *)pl->clsf : (const R *)pl->cls;
+    const R *Wr = sizeof(R) == 4 ? (const R *)pl->Wf : (const R *)W;
+    k_m2l_sym<P, B, R><<<grid, 256, S::SMEM, st>>>(cls, pl->sign, pl->info, pl->rows, pl->kap,
+                                                   pl->srcl, A, sym_qbase(A), pl->rstride,
+                                                   pl->level, pl->ntp, (int)csplit, Wr, U);
     CU(cudaGetLastError());
     return FMM_OK;
 }
@@ -495,6 +534,7 @@ extern "C" void m2l_gpu_symmetric_free(m2l_sym_plan *pl) {
     }
     if (pl->fork) cudaEventDestroy(pl->fork);
     cudaFree(pl->info), cudaFree(pl->memb), cudaFree(pl->srcl), cudaFree(pl->rows), cudaFree(pl->kap);
+    cudaFree(pl->clsf), cudaFree(pl->Wf);
     free(pl);
 }
 
@@ -519,6 +559,10 @@ static int sym_plan_fill(m2l_sym_plan *pl, const m2l_gpu_ops *g) {
         if (e == cudaSuccess) e = cudaMalloc((void **)&pl->rows, sizeof(short) * nrows);
         if (e == cudaSuccess) e = cudaMalloc((void **)&pl->kap, (size_t)SYM_NQ * nc);
         if (e == cudaSuccess) e = cudaMalloc((void **)&pl->srcl, sizeof(int) * nlist);
+        if (e == cudaSuccess && pl->single)
+            e = cudaMalloc((void **)&pl->clsf, sizeof(float) * M2L_NCLASS * nc * nc);
+        if (e == cudaSuccess && pl->single)
+            e = cudaMalloc((void **)&pl->Wf, sizeof(float) * 8 * pl->ntp * pl->ws);
         if (e == cudaSuccess) e = cudaMemcpy(pl->info, t.info, sizeof t.info, cudaMemcpyHostToDevice);
         if (e == cudaSuccess) e = cudaMemcpy(pl->memb, t.memb, sizeof t.memb, cudaMemcpyHostToDevice);
         if (e == cudaSuccess) e = cudaMemcpy(pl->rows, t.rows, sizeof(short) * nrows, cudaMemcpyHostToDevice);
@@ -533,6 +577,11 @@ static int sym_plan_fill(m2l_sym_plan *pl, const m2l_gpu_ops *g) {
             blocks = blocks > 65535 ? 65535 : blocks;
             k_sym_lists<<<(unsigned)blocks, 256, 0, pl->st[0]>>>(pl->srcl, pl->memb, pl->level, pl->periodic,
                                                                  pl->ntp);
+            e = cudaGetLastError();
+        }
+        if (e == cudaSuccess && pl->single) { /* the operators as a float "level" of nc-wide rows */
+            k_sym_tofloat<<<256, 256, 0, pl->st[0]>>>((long)M2L_NCLASS * nc, nc, nc, pl->cls,
+                                                      pl->clsf);
             e = cudaGetLastError();
         }
         if (e == cudaSuccess) e = cudaStreamSynchronize(pl->st[0]);
@@ -562,6 +611,7 @@ extern "C" int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int perio
     pl->nsm = g->nsm > 0 ? g->nsm : 1;
     pl->ntp = 1L << (3 * (level - 1));
     pl->cls = g->cls, pl->sign = g->sign;
+    pl->ws = (g->nc + 3) / 4 * 4;
     int rc = sym_plan_fill(pl, g);
     if (rc) {
         m2l_gpu_symmetric_free(pl);
@@ -574,6 +624,12 @@ extern "C" int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int perio
 extern "C" int m2l_gpu_symmetric_run(const m2l_sym_plan *pl, const double *W, double *U, cudaStream_t stream) {
     if (!pl || !W || !U) return FMM_ERR_ARG;
     CU(cudaMemsetAsync(U, 0, sizeof(double) * pl->nc * 8 * pl->ntp, stream));
+    if (pl->single) {
+        const long n = 8 * pl->ntp * pl->ws;
+        k_sym_tofloat<<<(unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096), 256, 0,
+                        stream>>>(8 * pl->ntp, pl->nc, pl->ws, W, pl->Wf);
+        CU(cudaGetLastError());
+    }
     CU(cudaEventRecord(pl->fork, stream));
     for (int A = 0; A < SYM_NQ; ++A) {
         const int b = sym_popc3(A); /* beta = 2^b */
