@@ -47,10 +47,11 @@ fi
 
 if has sanitizer; then
     log sanitizer
+    # the out-of-memory test is left out: memcheck counts its intended cudaMalloc failures as errors
     for tool in memcheck racecheck; do
         compute-sanitizer --tool $tool --error-exitcode 9 $B/bin/test_gpu \
-            --gtest_filter='GpuPlan.*' > "$OUT/sanitizer_$tool.log" 2>&1
-        echo "compute-sanitizer $tool test_gpu GpuPlan.*: exit $?"
+            --gtest_filter='GpuPlan.*:-GpuPlan.OutOfDeviceMemory*' > "$OUT/sanitizer_$tool.log" 2>&1
+        echo "compute-sanitizer $tool test_gpu GpuPlan.* (less the out-of-memory test): exit $?"
         tail -2 "$OUT/sanitizer_$tool.log"
     done
     # the P2P kernels (double and mixed, block-wide reduction) and the whole evaluation graph
