@@ -567,8 +567,12 @@ static int sym_plan_fill(m2l_sym_plan *pl, const m2l_gpu_ops *g) {
         if (e == cudaSuccess) e = cudaMemcpy(pl->memb, t.memb, sizeof t.memb, cudaMemcpyHostToDevice);
         if (e == cudaSuccess) e = cudaMemcpy(pl->rows, t.rows, sizeof(short) * nrows, cudaMemcpyHostToDevice);
         if (e == cudaSuccess) e = cudaMemcpy(pl->kap, t.kap, (size_t)SYM_NQ * nc, cudaMemcpyHostToDevice);
+        /* the device's greatest priority, as the CUDA FMM's own streams: a graph instantiated with
+           node priorities keeps the priority of the stream each kernel was captured on */
+        int least = 0, greatest = 0;
+        if (e == cudaSuccess) e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
         for (int i = 0; i < SYM_NSTREAM && e == cudaSuccess; ++i) {
-            e = cudaStreamCreateWithFlags(&pl->st[i], cudaStreamNonBlocking);
+            e = cudaStreamCreateWithPriority(&pl->st[i], cudaStreamNonBlocking, greatest);
             if (e == cudaSuccess) e = cudaEventCreateWithFlags(&pl->join[i], cudaEventDisableTiming);
         }
         if (e == cudaSuccess) e = cudaEventCreateWithFlags(&pl->fork, cudaEventDisableTiming);
