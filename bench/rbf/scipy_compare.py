@@ -5,7 +5,8 @@ f = exp(x) sin(3y) + z^2, shape c = 0.5 N^(-1/3). scipy's multiquadric is
 -sqrt(1 + (eps r)^2) = -(1/c) sqrt(r^2 + c^2) with eps = 1/c and degree 0: the same
 interpolant. "Equal residual": ours runs at the tolerance max(scipy's max residual, 1e-13), 1e-13
 being the smallest fmm accepts (scipy's dense solve reaches a few 1e-14). scipy runs once per N
-(minutes at 20000), fmm three times (the median is reported, with its setup and fit split);
+(minutes at 20000), fmm five times (the median is reported, with its setup and fit split, and the
+range of the five: this 2-core VM has stretches where a run takes up to 1.7x as long);
 the load average is read before each N.
 usage: python3 bench/rbf/scipy_compare.py FMM_BINARY [N ...] [--plot PNG] [--csv CSV]
        > bench/results/rbf_scipy.md"""
@@ -22,7 +23,7 @@ fmm = args[0]
 sizes = [int(a) for a in args[1:]] or [5000, 10000, 20000]
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 print(f"# fmm rbf fit vs scipy RBFInterpolator; commit {commit}, {time.strftime('%Y-%m-%d %H:%M')}")
-print("| N | c | load avg (1 min) | scipy time (s) | scipy max residual | fmm tolerance | fmm time (s), median of 3 "
+print("| N | c | load avg (1 min) | scipy time (s) | scipy max residual | fmm tolerance | fmm time (s), median of 5 (range) "
       "| fmm setup / fit (s) | fmm iterations | fmm max residual | speed-up |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 rows = []
@@ -41,15 +42,15 @@ for n in sizes:
     with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, "c.txt")
         np.savetxt(p, np.column_stack([x, f]), fmt="%.17g")
-        for _ in range(3):
+        for _ in range(5):
             out = subprocess.run([fmm, "rbf", "fit", "--centers", p, "--shape", repr(c), "--tolerance", repr(tol),
                                   "--out", os.path.join(d, "m.txt")], capture_output=True, text=True, check=True).stdout
             runs.append(dict(l.split(None, 1) for l in out.strip().splitlines()))
     runs.sort(key=lambda kv: float(kv["time_s"]))
-    kv = runs[1]
+    kv = runs[2]
     tf = float(kv["time_s"])
     rows.append((n, ts, tf, float(kv["setup_s"]), float(kv["fit_s"])))
-    print(f"| {n} | {c:.4g} | {load:.2f} | {ts:.2f} | {rs:.2e} | {tol:.2e} | {tf:.3f} | {float(kv['setup_s']):.3f} / "
+    print(f"| {n} | {c:.4g} | {load:.2f} | {ts:.2f} | {rs:.2e} | {tol:.2e} | {tf:.3f} ({float(runs[0]['time_s']):.3f}-{float(runs[-1]['time_s']):.3f}) | {float(kv['setup_s']):.3f} / "
           f"{float(kv['fit_s']):.3f} | {kv['iterations']} | {float(kv['max_residual']):.2e} | {ts / tf:.1f} |")
     sys.stdout.flush()
 
