@@ -135,9 +135,11 @@ int main(int argc, char **argv) {
             ++i;
             if (!strcmp(a, "--in")) in = v;
             else if (!strcmp(a, "--uniform")) nuni = atol(v);
-            else if (!strcmp(a, "--largest"))
-                nlargest = (long)atof(v), nlargest_arg = 1;
-            else if (!strcmp(a, "--tile")) tile = atoi(v);
+            else if (!strcmp(a, "--largest")) {
+                double d = atof(v); /* NaN, Inf and values past 4e18 count as invalid below */
+                nlargest = isfinite(d) && d >= 1 && d < 4e18 ? (long)d : 0, nlargest_arg = 1;
+            } else if (!strcmp(a, "--tile"))
+                tile = atoi(v);
             else if (!strcmp(a, "--tolerance")) o.tolerance = atof(v);
             else if (!strcmp(a, "--order")) o.order = atoi(v);
             else if (!strcmp(a, "--depth")) o.depth = atoi(v);
