@@ -101,9 +101,34 @@ __global__ void k_bin(long n, const double *__restrict__ xyz, const double *__re
     rank[i] = atomicAdd(cnt + k, 1);
 }
 
-/* a leaf's particles and 32-target chunks, the summands of the leaves' scan */
+/* The P2P's target chunks of a leaf of c particles: full chunks of 32, then the remainder r in
+ * chunks of 8, 16 or 32 targets (r <= 8: 8; <= 16: 16; <= 24: 16 + 8; else 32). A chunk of w < 32
+ * targets splits each warp's sources over 32 / w lanes per target, so its pair work is w / 32 of a
+ * full chunk's: the lanes of a 32-wide chunk of a leaf of 24 (~100k water, depth 4) were a quarter
+ * idle, and a leaf of 33..40 (1M water, depth 5) took two full chunks. */
+__host__ __device__ inline int p2p_chunks(int c) {
+    const int r = c & 31;
+    return (c >> 5) + (r == 0 ? 0 : (r > 16 && r <= 24 ? 2 : 1));
+}
+/* chunk j of such a leaf: its first target (relative to the leaf's) and its width */
+__device__ inline void p2p_chunk(int c, int j, int *first, int *width) {
+    const int full = c >> 5, r = c & 31;
+    if (j < full) {
+        *first = 32 * j, *width = 32;
+        return;
+    }
+    const int at = 32 * full;
+    if (r > 24)
+        *first = at, *width = 32;
+    else if (r > 16)
+        *first = j == full ? at : at + 16, *width = j == full ? 16 : 8;
+    else
+        *first = at, *width = r > 8 ? 16 : 8;
+}
+
+/* a leaf's particles and target chunks, the summands of the leaves' scan */
 struct leaf_counts {
-    __host__ __device__ int2 operator()(int c) const { return make_int2(c, (c + 31) / 32); }
+    __host__ __device__ int2 operator()(int c) const { return make_int2(c, p2p_chunks(c)); }
 };
 struct int2_sum {
     __host__ __device__ int2 operator()(int2 a, int2 b) const { return make_int2(a.x + b.x, a.y + b.y); }
@@ -144,17 +169,18 @@ __global__ void k_place(long n, long nleaf, int depth, const unsigned *__restric
         const int2 s = lsum[i];
         const int c = cnt[i];
         cs[i] = s.x - c, ce[i] = s.x, chunk_end[i] = s.y;
-        for (int ch = s.y - (c + 31) / 32; ch < s.y; ++ch) chunk_leaf[ch] = (int)i;
+        for (int ch = s.y - p2p_chunks(c); ch < s.y; ++ch) chunk_leaf[ch] = (int)i;
     }
 }
 
-/* One block of NW warps per chunk of 32 target particles of a leaf (chunk_leaf: the chunk's leaf;
- * chunk_end: the inclusive sum of the leaves' chunk counts; blocks past the last chunk return),
- * so that a crowded leaf (a droplet in a large box) spreads over many blocks instead of looping
- * in one. Warp w takes the
- * neighbours w, w + NW, ... of the 27 (NW x more parallel work: a 24k box has only 512 leaves),
- * the warps' sums are added in a fixed order (deterministic). Virial: the total force of each
- * periodic image's sources on the cell goes to fshift[27][3]. */
+/* One block of NW warps per target chunk of a leaf (chunk_leaf: the chunk's leaf; chunk_end: the
+ * inclusive sum of the leaves' chunk counts; blocks past the last chunk return), so that a
+ * crowded leaf (a droplet in a large box) spreads over many blocks instead of looping in one.
+ * Warp w takes the neighbours w, w + NW, ... of the 27 (NW x more parallel work: a 24k box has
+ * only 512 leaves). In a chunk of width w (p2p_chunk), lane l serves target l % w and every
+ * (32 / w)-th source (phase l / w); the phases' sums are added by shuffles and the warps' sums in
+ * a fixed order (deterministic). Virial: the total force of each periodic image's sources on the
+ * cell goes to fshift[27][3]. */
 template <typename R, int NW>
 __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ pk, const int *__restrict__ cs,
                                                  const int *__restrict__ ce, const int *__restrict__ chunk_end,
@@ -171,10 +197,11 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
     const int tix[3] = {(int)(t % s), (int)(t / s % s), (int)(t / ((long)s * s))};
     const R h = (R)(geom[G_SIDE] / s);
     p2p_rec<R> *src = src_all[warp];
-    const int te = ce[t];
-    const int tb = cs[t] + 32 * (int)(item - (t ? chunk_end[t - 1] : 0));
-    const int i = tb + lane;
-    const bool ok = i < te;
+    int first, width;
+    p2p_chunk(ce[t] - cs[t], (int)(item - (t ? chunk_end[t - 1] : 0)), &first, &width);
+    const int slot = lane & (width - 1), phase = lane / width, nphase = 32 / width;
+    const int i = cs[t] + first + slot;
+    const bool ok = i < ce[t];
     const p2p_rec<R> pi = ok ? pk[i] : p2p_rec<R>{0, 0, 0, 0};
     R pt = 0, fx = 0, fy = 0, fz = 0;
     for (int nb = warp; nb < 27; nb += NW) {
@@ -196,7 +223,7 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
         /* Double: the inner loop runs in unrolled steps of 8 over sources padded with zero
          * charges (far enough that r2 stays positive and finite): P2P 12-15% faster on water
          * (H100, 24k..1M). Float: step 1; its P2P is bound by the arithmetic pipes (ncu: 86%
-         * busy, 25 of 32 lanes active), so the padded pairs made it up to 11% slower. */
+         * busy), so the padded pairs made it up to 11% slower. */
         constexpr int U = sizeof(R) == 8 ? 8 : 1;
         for (int sb = b; sb < e; sb += 32) {
             const int j = sb + lane, cnt = (min(32, e - sb) + U - 1) / U * U;
@@ -204,7 +231,7 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
             src[lane] = j < e ? pk[j] : p2p_rec<R>{R(1e3), R(1e3), R(1e3), R(0)};
             __syncwarp();
             if (ok)
-                for (int k0 = 0; k0 < cnt; k0 += U)
+                for (int k0 = phase * U; k0 < cnt; k0 += nphase * U)
 #pragma unroll
                     for (int k = k0; k < k0 + U; ++k) {
                         const R dx = tx - src[k].x, dy = ty - src[k].y, dz = tz - src[k].z;
@@ -220,9 +247,13 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
             warp_add(fshift + 3 * code + 2, (double)(pi.q * gz));
         }
     }
+    for (int off = width; off < 32; off <<= 1) {
+        pt += __shfl_xor_sync(0xffffffffu, pt, off), fx += __shfl_xor_sync(0xffffffffu, fx, off);
+        fy += __shfl_xor_sync(0xffffffffu, fy, off), fz += __shfl_xor_sync(0xffffffffu, fz, off);
+    }
     part[warp][0][lane] = pt, part[warp][1][lane] = fx, part[warp][2][lane] = fy, part[warp][3][lane] = fz;
     __syncthreads();
-    if (warp == 0 && ok)
+    if (warp == 0 && ok && phase == 0)
         for (int k = 0; k < 4; ++k) {
             double v = 0.0;
 #pragma unroll
@@ -579,9 +610,12 @@ static int alloc_tree(fmm_gpu *g, int depth) {
 
 static inline unsigned blocks(long n, int t) { return (unsigned)((n + t - 1) / t); }
 
-/* the chunk -> leaf map: at most n / 32 + 1 chunks per leaf count (ceil), nleaf + n / 32 in all */
+/* the chunk -> leaf map: a leaf of c particles has at most c / 32 + 2 chunks (p2p_chunks) */
+static inline long max_chunks(long n, int depth) {
+    return 2 * (1L << (3 * depth)) + n / 32;
+}
 static int alloc_chunk_leaf(fmm_gpu *g, long n, int depth) {
-    const long need = (1L << (3 * depth)) + (n + 31) / 32;
+    const long need = max_chunks(n, depth);
     if (need <= g->cap_chunk) return FMM_OK;
     free_chunk_leaf(g);
     CU(cudaMalloc((void **)&g->chunk_leaf, sizeof(int) * need));
@@ -612,10 +646,9 @@ template <typename R> static void launch_place(const fmm_gpu *g, cudaStream_t st
 }
 
 /* small trees get more warps per chunk to fill the device (24k water: 512 leaves); the grid is
- * the most chunks n particles can make in nleaf leaves */
+ * the most chunks n particles can make in nleaf leaves (max_chunks) */
 template <typename R> static void launch_p2p(const fmm_gpu *g, double *fshift, cudaStream_t st) {
-    const long nl = 1L << (3 * g->depth);
-    const unsigned nb = (unsigned)(nl + (g->n + 31) / 32);
+    const unsigned nb = (unsigned)max_chunks(g->n, g->depth);
     const p2p_rec<R> *pk = (const p2p_rec<R> *)g->pk;
     if (g->depth <= P2P_WIDE_DEPTH)
         k_p2p<R, 8><<<nb, 256, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->depth, g->periodic, g->geom,
@@ -662,9 +695,12 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
         launch_place<double>(g, s0);
     CU(cudaGetLastError());
     MARK(1);
-    /* near field on s1 */
+    /* near field on s1, after the cell's moments: only the final stage reads them, so they stay off
+     * the far field's path */
     CU(cudaEventRecord(g->fork, s0));
     CU(cudaStreamWaitEvent(s1, g->fork, 0));
+    if (g->periodic)
+        k_moments<<<blocks(n, 256), 256, 0, s1>>>(n, g->x, g->y, g->z, g->q, g->geom, g->red);
     double *fshift = virial && g->periodic ? g->red + RED_FSHIFT : NULL;
     if (g->mixed)
         launch_p2p<float>(g, fshift, s1);
@@ -674,7 +710,6 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     CU(cudaEventRecord(g->join, s1));
     MARK(2);
     /* far field on s0 */
-    if (g->periodic) k_moments<<<blocks(n, 256), 256, 0, s0>>>(n, g->x, g->y, g->z, g->q, g->geom, g->red);
     K.p2m<<<blocks(nleaf, 4), 128, 0, s0>>>(g->x, g->y, g->z, g->q, g->cs, g->ce, D, g->geom,
                                             g->W + level_offset(D) * nc);
     MARK(3);
