@@ -633,7 +633,15 @@ static int m2l_level(fmm_gpu *g, int l, cudaStream_t st) {
 static int sym_plans(fmm_gpu *g, int depth) {
     if (g->sym_depth == depth) return FMM_OK;
     free_sym_plans(g);
-    for (int l = g->periodic ? 1 : 2; l <= depth; ++l) TRY(m2l_gpu_symmetric_plan(&g->m2l, l, g->periodic, g->mixed && g->p <= M2L_SYM_FLOAT_PMAX, &g->sym[l]));
+    /* From depth 4 the coarse levels, which run beside the finest, take all 7 classes of a sign
+     * group in one block (the plan would spread them over half the SMs): their target tiles are
+     * mostly empty (1, 8, 64 targets per parity on levels 1..3) and their blocks wait on
+     * latency, holding SM slots that the finest level's blocks need. */
+    m2l_gpu_ops side = g->m2l;
+    side.nsm = 1;
+    for (int l = g->periodic ? 1 : 2; l <= depth; ++l)
+        TRY(m2l_gpu_symmetric_plan(l < depth && depth >= 4 ? &side : &g->m2l, l, g->periodic,
+                                   g->mixed && g->p <= M2L_SYM_FLOAT_PMAX, &g->sym[l]));
     g->sym_depth = depth;
     return FMM_OK;
 }
