@@ -54,16 +54,36 @@ __device__ __forceinline__ void leaf_centre(long c, int depth, const double *geo
     for (int d = 0; d < 3; ++d) ctr[d] = geom[G_LO + d] + (ix[d] + 0.5) * *h;
 }
 
+/* P2M accumulator of one warp: lane i's terms q_i R_lm go to column k of buf[i][k] (k: the
+ * visit's slot), and every 32 slots the lanes add one column each into the leaf's expansion
+ * (lane k: coefficient idx[k]). A warp-shuffle sum per coefficient (5 double shuffles each)
+ * made the P2M shuffle-bound. */
 template <int P> struct p2m_visitor {
     double q;
-    double *acc;
-    __device__ __forceinline__ void operator()(int l, int m, double re, double im) {
-        const double a = warp_sum(q * re);
-        if ((threadIdx.x & 31) == 0) acc[hd_re(l, m)] += a;
-        if (m) {
-            const double b = warp_sum(q * im);
-            if ((threadIdx.x & 31) == 0) acc[hd_im(l, m)] += b;
+    double *acc;       /* [NC]: the leaf's multipole */
+    double (*buf)[33]; /* [32][33] (odd stride: the column reads hit 32 banks) */
+    int *idx;          /* [32]: coefficient of each slot */
+    int k;             /* slots filled; a constant wherever the visit is unrolled */
+    __device__ __forceinline__ void flush() {
+        const int lane = threadIdx.x & 31;
+        __syncwarp();
+        if (lane < k) {
+            double s = 0.0;
+#pragma unroll 8
+            for (int i = 0; i < 32; ++i) s += buf[i][lane];
+            acc[idx[lane]] += s;
         }
+        __syncwarp();
+        k = 0;
+    }
+    __device__ __forceinline__ void put(int coef, double v) {
+        buf[threadIdx.x & 31][k] = v;
+        idx[k] = coef;
+        if (++k == 32) flush();
+    }
+    __device__ __forceinline__ void operator()(int l, int m, double re, double im) {
+        put(hd_re(l, m), q * re);
+        if (m) put(hd_im(l, m), q * im);
     }
 };
 
@@ -75,23 +95,25 @@ __global__ void __launch_bounds__(128) k_p2m(const double *__restrict__ x, const
                                              const double *__restrict__ geom, double *__restrict__ W) {
     constexpr int NC = hd_ncoef(P);
     __shared__ double acc_all[4][NC];
+    __shared__ double buf_all[4][32][33];
+    __shared__ int idx_all[4][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const long c = (long)blockIdx.x * 4 + warp, nleaf = 1L << (3 * depth);
     if (c >= nleaf) return;
     double *acc = acc_all[warp];
     for (int k = lane; k < NC; k += 32) acc[k] = 0.0;
-    __syncwarp();
     double ctr[3], h;
     leaf_centre(c, depth, geom, ctr, &h);
     const double ih = 1.0 / h;
     const int b = cs[c], e = ce[c];
-    p2m_visitor<P> vis{0.0, acc};
+    p2m_visitor<P> vis{0.0, acc, buf_all[warp], idx_all[warp], 0};
     for (int base = b; base < e; base += 32) {
         const int i = base + lane;
         const bool ok = i < e;
         vis.q = ok ? q[i] : 0.0;
         regular_visit<P>(ok ? (x[i] - ctr[0]) * ih : 0.0, ok ? (y[i] - ctr[1]) * ih : 0.0,
                          ok ? (z[i] - ctr[2]) * ih : 0.0, vis);
+        vis.flush();
     }
     __syncwarp();
     for (int k = lane; k < NC; k += 32) W[c * NC + k] = acc[k];
