@@ -375,7 +375,7 @@ static int measure(int v, const m2l_gpu_ops *g, level_data &L, const opts &o, co
     m2l_sym_plan *sp = nullptr;
     if (v == V_SYMMETRIC || v == V_SYMFLOAT) {
         double t0 = now_s();
-        int rc = m2l_gpu_symmetric_plan(g, L.level, L.periodic, v == V_SYMFLOAT, &sp);
+        int rc = m2l_gpu_symmetric_plan(g, L.level, L.periodic, v == V_SYMFLOAT, 0, 0, &sp);
         r.plan_ms = 1e3 * (now_s() - t0);
         if (rc) {
             r.status = rc == FMM_ERR_NOMEM ? 3 : 2;

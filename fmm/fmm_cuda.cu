@@ -28,6 +28,29 @@
  * 4 / 3 / 2 / 1: 24k 0.651 / 0.577 / 0.499 / 0.459 ms, 100k 1.170 / 1.102 / 1.024 / 0.954,
  * 1M 5.33 / 5.26 / 5.18 / 5.12 (bench/results/fmm_gpu_h100.md). */
 #define P2P_WIDE_DEPTH 3 /* P2P with 8 warps per leaf up to this depth, 4 below */
+/* Scheduling of the evaluation graph's lanes: the tree chain with the coarse M2L levels, the
+ * finest M2L level, the P2P (H200, p 7 mixed, bench/gpu_ab.sh, medians of 3 rounds).
+ * - From depth FMM_COARSE_NARROW_DEPTH the coarse levels' M2L plans spread each sign group's
+ *   classes over blocks for FMM_COARSE_SPREAD / 2 multiprocessors instead of half the device:
+ *   their target tiles are mostly empty (1, 8, 64 targets per parity on levels 1..3 at depth 4)
+ *   and their latency-bound blocks (16-22 us each, ncu) held SM slots that the finest level's
+ *   blocks need. 100k water: 0.467 -> 0.450-0.460 ms (spread 1: 0.455-0.458, and in another run
+ *   0.44 or 0.50 from round to round); 1M and 24k unchanged.
+ * - The finest level one priority step below the tree chain and the coarse levels (which must
+ *   be done before the last L2L too, and are short), the P2P two steps below: measured neutral
+ *   (0.466 against 0.468 ms at 100k), kept so that the short chain is never starved. */
+#ifndef FMM_COARSE_NARROW_DEPTH
+#define FMM_COARSE_NARROW_DEPTH 4
+#endif
+#ifndef FMM_COARSE_SPREAD
+#define FMM_COARSE_SPREAD 32
+#endif
+#ifndef FMM_PRIO_FINEST
+#define FMM_PRIO_FINEST 1
+#endif
+#ifndef FMM_PRIO_P2P
+#define FMM_PRIO_P2P 2
+#endif
 #define KEYBITS 20 /* the CPU octree's integer grid (core/octree.c): 2^20 cells per axis */
 enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_QABS = 96, RED_XVIR = 97, RED_N = 106 };
 
@@ -37,6 +60,7 @@ struct fmm_gpu {
     m2l_gpu_ops m2l;
     m2l_sym_plan *sym[11]; /* per level with M2L: the presorted symmetric M2L (m2l/m2l_symmetric.cu) */
     int sym_depth;
+    int prio[3];         /* stream priorities: tree chain and coarse M2L, finest M2L, P2P */
     double *m2mT, *l2lT; /* [8 octants][nc in][nc out] */
     double *lattice, *bg;
     double *xyz, *qin, *xw;       /* caller order: input positions, charges, wrapped positions */
@@ -101,34 +125,9 @@ __global__ void k_bin(long n, const double *__restrict__ xyz, const double *__re
     rank[i] = atomicAdd(cnt + k, 1);
 }
 
-/* The P2P's target chunks of a leaf of c particles: full chunks of 32, then the remainder r in
- * chunks of 8, 16 or 32 targets (r <= 8: 8; <= 16: 16; <= 24: 16 + 8; else 32). A chunk of w < 32
- * targets splits each warp's sources over 32 / w lanes per target, so its pair work is w / 32 of a
- * full chunk's: the lanes of a 32-wide chunk of a leaf of 24 (~100k water, depth 4) were a quarter
- * idle, and a leaf of 33..40 (1M water, depth 5) took two full chunks. */
-__host__ __device__ inline int p2p_chunks(int c) {
-    const int r = c & 31;
-    return (c >> 5) + (r == 0 ? 0 : (r > 16 && r <= 24 ? 2 : 1));
-}
-/* chunk j of such a leaf: its first target (relative to the leaf's) and its width */
-__device__ inline void p2p_chunk(int c, int j, int *first, int *width) {
-    const int full = c >> 5, r = c & 31;
-    if (j < full) {
-        *first = 32 * j, *width = 32;
-        return;
-    }
-    const int at = 32 * full;
-    if (r > 24)
-        *first = at, *width = 32;
-    else if (r > 16)
-        *first = j == full ? at : at + 16, *width = j == full ? 16 : 8;
-    else
-        *first = at, *width = r > 8 ? 16 : 8;
-}
-
-/* a leaf's particles and target chunks, the summands of the leaves' scan */
+/* a leaf's particles and 32-target chunks, the summands of the leaves' scan */
 struct leaf_counts {
-    __host__ __device__ int2 operator()(int c) const { return make_int2(c, p2p_chunks(c)); }
+    __host__ __device__ int2 operator()(int c) const { return make_int2(c, (c + 31) / 32); }
 };
 struct int2_sum {
     __host__ __device__ int2 operator()(int2 a, int2 b) const { return make_int2(a.x + b.x, a.y + b.y); }
@@ -169,18 +168,17 @@ __global__ void k_place(long n, long nleaf, int depth, const unsigned *__restric
         const int2 s = lsum[i];
         const int c = cnt[i];
         cs[i] = s.x - c, ce[i] = s.x, chunk_end[i] = s.y;
-        for (int ch = s.y - p2p_chunks(c); ch < s.y; ++ch) chunk_leaf[ch] = (int)i;
+        for (int ch = s.y - (c + 31) / 32; ch < s.y; ++ch) chunk_leaf[ch] = (int)i;
     }
 }
 
-/* One block of NW warps per target chunk of a leaf (chunk_leaf: the chunk's leaf; chunk_end: the
- * inclusive sum of the leaves' chunk counts; blocks past the last chunk return), so that a
- * crowded leaf (a droplet in a large box) spreads over many blocks instead of looping in one.
- * Warp w takes the neighbours w, w + NW, ... of the 27 (NW x more parallel work: a 24k box has
- * only 512 leaves). In a chunk of width w (p2p_chunk), lane l serves target l % w and every
- * (32 / w)-th source (phase l / w); the phases' sums are added by shuffles and the warps' sums in
- * a fixed order (deterministic). Virial: the total force of each periodic image's sources on the
- * cell goes to fshift[27][3]. */
+/* One block of NW warps per chunk of 32 target particles of a leaf (chunk_leaf: the chunk's leaf;
+ * chunk_end: the inclusive sum of the leaves' chunk counts; blocks past the last chunk return),
+ * so that a crowded leaf (a droplet in a large box) spreads over many blocks instead of looping
+ * in one. Warp w takes the
+ * neighbours w, w + NW, ... of the 27 (NW x more parallel work: a 24k box has only 512 leaves),
+ * the warps' sums are added in a fixed order (deterministic). Virial: the total force of each
+ * periodic image's sources on the cell goes to fshift[27][3]. */
 template <typename R, int NW>
 __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ pk, const int *__restrict__ cs,
                                                  const int *__restrict__ ce, const int *__restrict__ chunk_end,
@@ -197,11 +195,10 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
     const int tix[3] = {(int)(t % s), (int)(t / s % s), (int)(t / ((long)s * s))};
     const R h = (R)(geom[G_SIDE] / s);
     p2p_rec<R> *src = src_all[warp];
-    int first, width;
-    p2p_chunk(ce[t] - cs[t], (int)(item - (t ? chunk_end[t - 1] : 0)), &first, &width);
-    const int slot = lane & (width - 1), phase = lane / width, nphase = 32 / width;
-    const int i = cs[t] + first + slot;
-    const bool ok = i < ce[t];
+    const int te = ce[t];
+    const int tb = cs[t] + 32 * (int)(item - (t ? chunk_end[t - 1] : 0));
+    const int i = tb + lane;
+    const bool ok = i < te;
     const p2p_rec<R> pi = ok ? pk[i] : p2p_rec<R>{0, 0, 0, 0};
     R pt = 0, fx = 0, fy = 0, fz = 0;
     for (int nb = warp; nb < 27; nb += NW) {
@@ -223,7 +220,7 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
         /* Double: the inner loop runs in unrolled steps of 8 over sources padded with zero
          * charges (far enough that r2 stays positive and finite): P2P 12-15% faster on water
          * (H100, 24k..1M). Float: step 1; its P2P is bound by the arithmetic pipes (ncu: 86%
-         * busy), so the padded pairs made it up to 11% slower. */
+         * busy, 25 of 32 lanes active), so the padded pairs made it up to 11% slower. */
         constexpr int U = sizeof(R) == 8 ? 8 : 1;
         for (int sb = b; sb < e; sb += 32) {
             const int j = sb + lane, cnt = (min(32, e - sb) + U - 1) / U * U;
@@ -231,7 +228,7 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
             src[lane] = j < e ? pk[j] : p2p_rec<R>{R(1e3), R(1e3), R(1e3), R(0)};
             __syncwarp();
             if (ok)
-                for (int k0 = phase * U; k0 < cnt; k0 += nphase * U)
+                for (int k0 = 0; k0 < cnt; k0 += U)
 #pragma unroll
                     for (int k = k0; k < k0 + U; ++k) {
                         const R dx = tx - src[k].x, dy = ty - src[k].y, dz = tz - src[k].z;
@@ -247,13 +244,9 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
             warp_add(fshift + 3 * code + 2, (double)(pi.q * gz));
         }
     }
-    for (int off = width; off < 32; off <<= 1) {
-        pt += __shfl_xor_sync(0xffffffffu, pt, off), fx += __shfl_xor_sync(0xffffffffu, fx, off);
-        fy += __shfl_xor_sync(0xffffffffu, fy, off), fz += __shfl_xor_sync(0xffffffffu, fz, off);
-    }
     part[warp][0][lane] = pt, part[warp][1][lane] = fx, part[warp][2][lane] = fy, part[warp][3][lane] = fz;
     __syncthreads();
-    if (warp == 0 && ok && phase == 0)
+    if (warp == 0 && ok)
         for (int k = 0; k < 4; ++k) {
             double v = 0.0;
 #pragma unroll
@@ -521,20 +514,23 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     }
     CU(cudaMalloc((void **)&g->geom, sizeof(double) * G_N));
     CU(cudaMalloc((void **)&g->red, sizeof(double) * RED_N));
-    /* the device's greatest stream priority: in an MD step the FMM shares the GPU with the
-     * short-range kernels, and its result is what the host waits for. The near field (s1) runs one
-     * step lower, still above the default: the graph keeps each node's priority
-     * (cudaGraphInstantiateFlagUseNodePriority), so where the tree chain, the M2L and the P2P wait
-     * for a multiprocessor together, the P2P's blocks go last. Against every node at the greatest
-     * (H100, p 7 mixed, two alternated rounds): 24k 0.215 -> 0.208 ms, 96k 0.505 -> 0.495, 1M
-     * 3.44 -> 3.39. (With the M2L kernels at the lowest priority instead: 0.203 / 0.495 / 3.38,
-     * but in an MD step they would then queue behind the short-range kernels; not measured.) */
+    /* the device's greatest stream priorities: in an MD step the FMM shares the GPU with the
+     * short-range kernels, and its result is what the host waits for. The graph keeps each node's
+     * priority (cudaGraphInstantiateFlagUseNodePriority), so where the lanes wait for a
+     * multiprocessor together, the tree chain's blocks go first and the P2P's last (see
+     * FMM_PRIO_FINEST). The P2P one step below the rest gained on an H100 (p 7 mixed, two
+     * alternated rounds): 24k 0.215 -> 0.208 ms, 96k 0.505 -> 0.495, 1M 3.44 -> 3.39. (With the
+     * M2L kernels at the lowest priority instead: 0.203 / 0.495 / 3.38, but in an MD step they
+     * would then queue behind the short-range kernels; not measured.) */
     int least, greatest;
     CU(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    CU(cudaStreamCreateWithPriority(&g->s0, cudaStreamNonBlocking, greatest));
-    CU(cudaStreamCreateWithPriority(&g->s1, cudaStreamNonBlocking,
-                                    greatest < least ? greatest + 1 : greatest));
-    CU(cudaStreamCreateWithPriority(&g->s2, cudaStreamNonBlocking, greatest));
+    for (int k = 0; k < 3; ++k) { /* greatest is the numerically smallest */
+        const int step = k == 0 ? 0 : (k == 1 ? FMM_PRIO_FINEST : FMM_PRIO_P2P);
+        g->prio[k] = greatest + step < least ? greatest + step : least;
+    }
+    CU(cudaStreamCreateWithPriority(&g->s0, cudaStreamNonBlocking, g->prio[0]));
+    CU(cudaStreamCreateWithPriority(&g->s1, cudaStreamNonBlocking, g->prio[2]));
+    CU(cudaStreamCreateWithPriority(&g->s2, cudaStreamNonBlocking, g->prio[1]));
     CU(cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&g->join, cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&g->fork2, cudaEventDisableTiming));
@@ -543,7 +539,7 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     CU(cudaEventCreate(&g->t1));
     CU(cudaEventCreateWithFlags(&g->forkl, cudaEventDisableTiming));
     for (int l = 0; l < 11; ++l) {
-        CU(cudaStreamCreateWithPriority(&g->sl[l], cudaStreamNonBlocking, greatest));
+        CU(cudaStreamCreateWithPriority(&g->sl[l], cudaStreamNonBlocking, g->prio[0]));
         CU(cudaEventCreateWithFlags(&g->joinl[l], cudaEventDisableTiming));
     }
     /* shared-memory opt-ins of this order's kernels, outside any capture */
@@ -610,12 +606,9 @@ static int alloc_tree(fmm_gpu *g, int depth) {
 
 static inline unsigned blocks(long n, int t) { return (unsigned)((n + t - 1) / t); }
 
-/* the chunk -> leaf map: a leaf of c particles has at most c / 32 + 2 chunks (p2p_chunks) */
-static inline long max_chunks(long n, int depth) {
-    return 2 * (1L << (3 * depth)) + n / 32;
-}
+/* the chunk -> leaf map: at most n / 32 + 1 chunks per leaf count (ceil), nleaf + n / 32 in all */
 static int alloc_chunk_leaf(fmm_gpu *g, long n, int depth) {
-    const long need = max_chunks(n, depth);
+    const long need = (1L << (3 * depth)) + (n + 31) / 32;
     if (need <= g->cap_chunk) return FMM_OK;
     free_chunk_leaf(g);
     CU(cudaMalloc((void **)&g->chunk_leaf, sizeof(int) * need));
@@ -633,15 +626,12 @@ static int m2l_level(fmm_gpu *g, int l, cudaStream_t st) {
 static int sym_plans(fmm_gpu *g, int depth) {
     if (g->sym_depth == depth) return FMM_OK;
     free_sym_plans(g);
-    /* From depth 4 the coarse levels, which run beside the finest, take all 7 classes of a sign
-     * group in one block (the plan would spread them over half the SMs): their target tiles are
-     * mostly empty (1, 8, 64 targets per parity on levels 1..3) and their blocks wait on
-     * latency, holding SM slots that the finest level's blocks need. */
-    m2l_gpu_ops side = g->m2l;
-    side.nsm = 1;
-    for (int l = g->periodic ? 1 : 2; l <= depth; ++l)
-        TRY(m2l_gpu_symmetric_plan(l < depth && depth >= 4 ? &side : &g->m2l, l, g->periodic,
-                                   g->mixed && g->p <= M2L_SYM_FLOAT_PMAX, &g->sym[l]));
+    for (int l = g->periodic ? 1 : 2; l <= depth; ++l) {
+        const int coarse = l < depth && depth >= FMM_COARSE_NARROW_DEPTH;
+        TRY(m2l_gpu_symmetric_plan(&g->m2l, l, g->periodic, g->mixed && g->p <= M2L_SYM_FLOAT_PMAX,
+                                   coarse ? FMM_COARSE_SPREAD : 0,
+                                   l < depth ? g->prio[0] : g->prio[1], &g->sym[l]));
+    }
     g->sym_depth = depth;
     return FMM_OK;
 }
@@ -654,9 +644,10 @@ template <typename R> static void launch_place(const fmm_gpu *g, cudaStream_t st
 }
 
 /* small trees get more warps per chunk to fill the device (24k water: 512 leaves); the grid is
- * the most chunks n particles can make in nleaf leaves (max_chunks) */
+ * the most chunks n particles can make in nleaf leaves */
 template <typename R> static void launch_p2p(const fmm_gpu *g, double *fshift, cudaStream_t st) {
-    const unsigned nb = (unsigned)max_chunks(g->n, g->depth);
+    const long nl = 1L << (3 * g->depth);
+    const unsigned nb = (unsigned)(nl + (g->n + 31) / 32);
     const p2p_rec<R> *pk = (const p2p_rec<R> *)g->pk;
     if (g->depth <= P2P_WIDE_DEPTH)
         k_p2p<R, 8><<<nb, 256, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->depth, g->periodic, g->geom,

@@ -65,8 +65,11 @@ int m2l_gpu_naive(const m2l_gpu_ops *g, int level, int periodic, const double *W
 int m2l_gpu_dynamic(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
                     cudaStream_t stream);
 /* symmetric: a plan per (operator set, level, boundary) holds the presorted lists, tables and
- * its 8 streams (m2l/m2l_symmetric.cu); run queues U = M2L(W) on `stream` (forking onto the
- * plan's streams and joining back), so one plan serves one run at a time. The plan refers to
+ * its 8 streams (m2l/m2l_symmetric.cu), created at stream priority `priority`; run queues
+ * U = M2L(W) on `stream` (forking onto the plan's streams and joining back), so one plan serves
+ * one run at a time. The 8 sign-group kernels run side by side and each spreads its classes
+ * over enough blocks to fill about half of `spread` multiprocessors (0: g->nsm, the device's;
+ * 1: all 7 classes of a group in one block per target tile and parity). The plan refers to
  * g's operators: free it before g. single: the products in float (the plan keeps the class
  * operators in float, and each run first rounds the level's multipoles into a float copy with
  * rows padded to a multiple of 4 coefficients, so the gathers, which bound the kernel, move half
@@ -79,7 +82,8 @@ typedef struct m2l_sym_plan m2l_sym_plan;
 /* Largest order with float products: the scaled operators' largest entry is 1.3e34 at p = 16
  * (2.6e4 below FLT_MAX), 1.4e37 at 17 and 1.7e40 at 18, where m2l-bench measured NaN. */
 #define M2L_SYM_FLOAT_PMAX 16
-int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int periodic, int single, m2l_sym_plan **plan);
+int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int periodic, int single, int spread,
+                           int priority, m2l_sym_plan **plan);
 int m2l_gpu_symmetric_run(const m2l_sym_plan *plan, const double *W, double *U, cudaStream_t stream);
 void m2l_gpu_symmetric_free(m2l_sym_plan *plan);
 int m2l_symmetric_emulate(const m2l_operators *ops, int level, int periodic, const double *W, double *U);

@@ -474,7 +474,7 @@ __global__ void k_sym_tofloat(long nbox, int nc, int ws, const double *__restric
 }
 
 struct m2l_sym_plan {
-    int p, nc, level, periodic, single, nsm, rstride;
+    int p, nc, level, periodic, single, nsm, rstride, priority;
     long ntp;                /* targets per parity */
     const double *cls, *sign; /* the operator set's (not owned) */
     /* single: the class operators rounded to float, and the level's sources as the float kernels
@@ -567,12 +567,10 @@ static int sym_plan_fill(m2l_sym_plan *pl, const m2l_gpu_ops *g) {
         if (e == cudaSuccess) e = cudaMemcpy(pl->memb, t.memb, sizeof t.memb, cudaMemcpyHostToDevice);
         if (e == cudaSuccess) e = cudaMemcpy(pl->rows, t.rows, sizeof(short) * nrows, cudaMemcpyHostToDevice);
         if (e == cudaSuccess) e = cudaMemcpy(pl->kap, t.kap, (size_t)SYM_NQ * nc, cudaMemcpyHostToDevice);
-        /* the device's greatest priority, as the CUDA FMM's own streams: a graph instantiated with
-           node priorities keeps the priority of the stream each kernel was captured on */
-        int least = 0, greatest = 0;
-        if (e == cudaSuccess) e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+        /* a graph instantiated with node priorities keeps the priority of the stream each kernel
+           was captured on */
         for (int i = 0; i < SYM_NSTREAM && e == cudaSuccess; ++i) {
-            e = cudaStreamCreateWithPriority(&pl->st[i], cudaStreamNonBlocking, greatest);
+            e = cudaStreamCreateWithPriority(&pl->st[i], cudaStreamNonBlocking, pl->priority);
             if (e == cudaSuccess) e = cudaEventCreateWithFlags(&pl->join[i], cudaEventDisableTiming);
         }
         if (e == cudaSuccess) e = cudaEventCreateWithFlags(&pl->fork, cudaEventDisableTiming);
@@ -603,7 +601,7 @@ done:
 }
 
 extern "C" int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int periodic, int single,
-                                      m2l_sym_plan **plan) {
+                                      int spread, int priority, m2l_sym_plan **plan) {
     if (!plan) return FMM_ERR_ARG;
     *plan = NULL;
     if (!g || !g->cls || !g->sign || !g->vlist || level < 1 || level > 10 || g->p < 1 || g->p > M2L_GPU_PMAX ||
@@ -612,7 +610,8 @@ extern "C" int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int perio
     m2l_sym_plan *pl = (m2l_sym_plan *)calloc(1, sizeof *pl);
     if (!pl) return FMM_ERR_NOMEM;
     pl->p = g->p, pl->nc = g->nc, pl->level = level, pl->periodic = periodic ? 1 : 0, pl->single = single ? 1 : 0;
-    pl->nsm = g->nsm > 0 ? g->nsm : 1;
+    pl->nsm = spread > 0 ? spread : (g->nsm > 0 ? g->nsm : 1);
+    pl->priority = priority;
     pl->ntp = 1L << (3 * (level - 1));
     pl->cls = g->cls, pl->sign = g->sign;
     pl->ws = (g->nc + 3) / 4 * 4;
