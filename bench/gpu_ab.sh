@@ -12,7 +12,7 @@
 # Systems: SPC/E water 24k (tracked) and, when present, systems/water/build/tile_nx16.xyzq (100k)
 # and tile_nx14.xyzq (1M); p 7 in $PRECISIONS (default "mixed double"), the automatic depth; no CPU
 # run and no reference (fmm-gpu-bench's accuracy columns come from bench/gpu.sh fmm).
-# Expects bench/gpu.sh build to have built build-gpu/ (it builds it if missing).
+# The working tree is built (incrementally) into build-gpu/ by bench/gpu.sh build.
 set -uo pipefail
 IFS=, read -ra BASES <<< "${1:?usage: bench/gpu_ab.sh BASE[,BASE...] [ROUNDS]}"
 ROUNDS=${2:-3}
@@ -34,7 +34,7 @@ for base in "${BASES[@]}"; do
     NAMES+=("$name")
 done
 NAMES+=(work)
-[ -x build-gpu/bin/fmm-gpu-bench ] || bash bench/gpu.sh build || exit 1
+bash bench/gpu.sh build || exit 1 # incremental where build-gpu/ is left from a call before
 for k in "${!pids[@]}"; do
     wait "${pids[k]}" || { tail -30 "$OUT/ab_${NAMES[k]}_build.log"; exit 1; }
 done
