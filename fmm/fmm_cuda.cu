@@ -29,16 +29,19 @@
  * 1M 5.33 / 5.26 / 5.18 / 5.12 (bench/results/fmm_gpu_h100.md). */
 #define P2P_WIDE_DEPTH 3 /* P2P with 8 warps per leaf up to this depth, 4 below */
 /* Scheduling of the evaluation graph's lanes: the tree chain with the coarse M2L levels, the
- * finest M2L level, the P2P (H200, p 7 mixed, bench/gpu_ab.sh, medians of 3 rounds).
+ * finest M2L level, the P2P (bench/gpu_ab.sh, p 7 mixed, medians of 200 replays).
  * - From depth FMM_COARSE_NARROW_DEPTH the coarse levels' M2L plans spread each sign group's
  *   classes over blocks for FMM_COARSE_SPREAD / 2 multiprocessors instead of half the device:
  *   their target tiles are mostly empty (1, 8, 64 targets per parity on levels 1..3 at depth 4)
  *   and their latency-bound blocks (16-22 us each, ncu) held SM slots that the finest level's
- *   blocks need. 100k water: 0.467 -> 0.450-0.460 ms (spread 1: 0.455-0.458, and in another run
- *   0.44 or 0.50 from round to round); 1M and 24k unchanged.
- * - The finest level one priority step below the tree chain and the coarse levels (which must
- *   be done before the last L2L too, and are short), the P2P two steps below: measured neutral
- *   (0.466 against 0.468 ms at 100k), kept so that the short chain is never starved. */
+ *   blocks need. 100k water on an H200: 0.467 -> 0.450-0.460 ms (spread 1: 0.455-0.458, and in
+ *   another run 0.44 or 0.50 from round to round); 1M and 24k unchanged.
+ * - Priorities: the P2P one step below the tree chain and the coarse levels (which must be done
+ *   before the last L2L too, and are short), the finest M2L level two steps below. H100, 100k:
+ *   0.470 -> 0.446 ms (two runs: 3 and 2 rounds), 1M 3.297 -> 3.222, 24k unchanged, against the
+ *   finest level one step below and the P2P two (which on an H200 was neutral against both one
+ *   step below: 0.466 / 0.468). The H100's 100k replays had swung between 0.433 and 0.47 ms
+ *   (median 0.470); now the median is 0.446-0.454 with the same minimum. */
 #ifndef FMM_COARSE_NARROW_DEPTH
 #define FMM_COARSE_NARROW_DEPTH 4
 #endif
@@ -46,10 +49,10 @@
 #define FMM_COARSE_SPREAD 32
 #endif
 #ifndef FMM_PRIO_FINEST
-#define FMM_PRIO_FINEST 1
+#define FMM_PRIO_FINEST 2
 #endif
 #ifndef FMM_PRIO_P2P
-#define FMM_PRIO_P2P 2
+#define FMM_PRIO_P2P 1
 #endif
 #define KEYBITS 20 /* the CPU octree's integer grid (core/octree.c): 2^20 cells per axis */
 enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_QABS = 96, RED_XVIR = 97, RED_N = 106 };
@@ -517,11 +520,12 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     /* the device's greatest stream priorities: in an MD step the FMM shares the GPU with the
      * short-range kernels, and its result is what the host waits for. The graph keeps each node's
      * priority (cudaGraphInstantiateFlagUseNodePriority), so where the lanes wait for a
-     * multiprocessor together, the tree chain's blocks go first and the P2P's last (see
-     * FMM_PRIO_FINEST). The P2P one step below the rest gained on an H100 (p 7 mixed, two
-     * alternated rounds): 24k 0.215 -> 0.208 ms, 96k 0.505 -> 0.495, 1M 3.44 -> 3.39. (With the
-     * M2L kernels at the lowest priority instead: 0.203 / 0.495 / 3.38, but in an MD step they
-     * would then queue behind the short-range kernels; not measured.) */
+     * multiprocessor together, the tree chain's blocks go first, then the P2P's, then the finest
+     * M2L level's (see FMM_PRIO_FINEST). The P2P one step below the rest (before that, all at the
+     * greatest) gained on an H100 (p 7 mixed, two alternated rounds): 24k 0.215 -> 0.208 ms, 96k
+     * 0.505 -> 0.495, 1M 3.44 -> 3.39. (With the M2L kernels at the lowest priority instead:
+     * 0.203 / 0.495 / 3.38, but in an MD step they would then queue behind the short-range
+     * kernels; not measured.) */
     int least, greatest;
     CU(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     for (int k = 0; k < 3; ++k) { /* greatest is the numerically smallest */
