@@ -66,9 +66,9 @@ enum fmm_rbf_matvec {
 typedef struct fmm_rbf_opts {
     double shape;      /* c > 0, same unit as the coordinates (default 1) */
     double tolerance;  /* stop when max|r| <= tolerance * max|f|; [1e-13, 0.5] (default 1e-8) */
-    int lset_size;     /* q, the L-set size, [2, 200], or 0 (default): automatic, 80 for the
-                          direct CPU mat-vec from 10000 centres (where its O(n^2) cost makes
-                          fewer iterations worth the O(n q^3) setup), else 50 */
+    int lset_size;     /* q, the L-set size, [2, 200], or 0 (default): automatic, for the
+                          direct CPU mat-vec 80 from 10000 centres and 96 from 16000 (where its
+                          O(n^2) cost makes fewer iterations worth the O(n q^3) setup), else 50 */
     int max_iter;      /* FMM_ERR_NOCONVERGE after this many iterations (default 500; >= 1) */
     int matvec;        /* enum fmm_rbf_matvec (default AUTO) */
     double series_tol; /* series mat-vec: relative accuracy of each far-field term bound;

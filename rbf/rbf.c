@@ -12,8 +12,10 @@
 
 /* below this many centres the CPU plan uses the direct sum whatever the tolerance */
 #define RBF_AUTO_SERIES_MIN 200000
-/* from this many centres the automatic L-set size is 80 with the direct CPU mat-vec, else 50 */
+/* from these many centres the automatic L-set size is 80, then 96, with the direct CPU mat-vec,
+   else 50 */
 #define RBF_AUTO_Q80_MIN 10000
+#define RBF_AUTO_Q96_MIN 16000
 /* from this many centres the CUDA plan uses BLDTT: one mat-vec on an H100 took 12.7 ms direct vs
    39.6 ms BLDTT at 89,702 centres and 1.13 s vs 0.63 s at 1e6 (bench/results/rbf_gpu_h100.txt);
    N^2 against N scaling puts the crossing near 5.6e5 */
@@ -186,9 +188,13 @@ int fmm_rbf_setpts(fmm_rbf_plan *p, long n, const double *xyz) {
     tmp.matvec = mv;
     /* Automatic q: larger L-sets cost O(n q^3) once and save iterations (n = 20000, tolerance
        1e-12: 38, 22, 19, 16, 14 iterations at q = 30, 50, 64, 80, 100; docs/rbf.md), which pays
-       where the O(n^2) CPU mat-vec dominates */
+       where the O(n^2) CPU mat-vec dominates, the more the larger n (tolerance 1e-13, 2 threads:
+       q = 96 against 80 slower at 10000, even at 15000, 5% faster at 20000 and 40000) */
     int q = p->o.lset_size;
-    if (q == 0) q = (mv == FMM_RBF_MATVEC_DIRECT && p->o.device == FMM_DEVICE_CPU && n >= RBF_AUTO_Q80_MIN) ? 80 : 50;
+    if (q == 0 && mv == FMM_RBF_MATVEC_DIRECT && p->o.device == FMM_DEVICE_CPU)
+        q = n >= RBF_AUTO_Q96_MIN ? 96 : (n >= RBF_AUTO_Q80_MIN ? 80 : 50);
+    else if (q == 0)
+        q = 50;
     tmp.q = q;
     long ns = n - 1;
     tmp.x = malloc(sizeof(double) * n), tmp.y = malloc(sizeof(double) * n);

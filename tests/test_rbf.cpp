@@ -308,8 +308,9 @@ TEST(RbfFit, SymmetricMatvecAndAutomaticLset) {
             EXPECT_LE(e, 1e-15 * scale) << "eval, n " << n << " threads " << threads << " scale " << sc;
             fmm_rbf_destroy(p);
         }
-    /* lset_size 0: 50 below 10000 centres, 80 from there with the direct CPU mat-vec */
-    for (long n : {500L, 10000L}) {
+    /* lset_size 0: 50 below 10000 centres, 80 from there and 96 from 16000 with the direct CPU
+       mat-vec */
+    for (long n : {500L, 10000L, 16000L}) {
         auto x = points(RANDOM, n, seed + 3);
         fmm_rbf_opts o = opts(0.5 / std::cbrt((double)n), 1e-8);
         fmm_rbf_plan *p;
@@ -318,7 +319,7 @@ TEST(RbfFit, SymmetricMatvecAndAutomaticLset) {
         int mv, q;
         ASSERT_EQ(fmm_rbf_get_method(p, &mv, &q), FMM_OK);
         EXPECT_EQ(mv, FMM_RBF_MATVEC_DIRECT);
-        EXPECT_EQ(q, n < 10000 ? 50 : 80);
+        EXPECT_EQ(q, n < 10000 ? 50 : (n < 16000 ? 80 : 96));
         fmm_rbf_destroy(p);
     }
 }
