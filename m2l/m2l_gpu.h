@@ -68,7 +68,7 @@ int m2l_gpu_dynamic(const m2l_gpu_ops *g, int level, int periodic, const double 
  * its 8 streams (m2l/m2l_symmetric.cu), created at stream priority `priority`; run queues
  * U = M2L(W) on `stream` (forking onto the plan's streams and joining back), so one plan serves
  * one run at a time. The 8 sign-group kernels run side by side and each spreads its classes
- * over enough blocks to fill about half of `spread` multiprocessors (0: g->nsm, the device's;
+ * over enough blocks to fill about half of `spread` multiprocessors (<= 0: g->nsm, the device's;
  * 1: all 7 classes of a group in one block per target tile and parity). The plan refers to
  * g's operators: free it before g. single: the products in float (the plan keeps the class
  * operators in float, and each run first rounds the level's multipoles into a float copy with
