@@ -98,50 +98,62 @@ static inline __attribute__((always_inline)) simd_d two_sum_err(simd_d s, simd_d
     return (a - (s - bb)) + (b - bb);
 }
 
-/* Rows i and i + 1 against the columns [j0, j1) (all past i + 1; j1 a multiple of W): each kernel
- * value feeds both its row (o[i], o[i + 1]) and its column (the partial sum p[j], streamed through
- * the vectors). */
-static inline __attribute__((always_inline)) void sym_rows2(const double *x, const double *y,
-                                                            const double *z, const double *w,
-                                                            double c2, int exact, long i, long j0,
-                                                            long j1, double *o, double *p) {
+/* Rows i and i + 1 against the columns [j0, j1) (all past i + 1; j1 a multiple of W), for NW
+ * weight vectors w + k np at once: each kernel value feeds both its row (o[k np + i], o[k np + i +
+ * 1]) and its column (the partial sum p[k np + j], streamed through the vectors). The square roots
+ * bound the step, so further weight vectors cost little more than the first. */
+static inline __attribute__((always_inline)) void
+sym_rows2(int NW, long np, const double *x, const double *y, const double *z, const double *w,
+          double c2, int exact, long i, long j0, long j1, double *o, double *p) {
     const simd_d cc = simd_set1(c2);
     const simd_d x0 = simd_set1(x[i]), y0 = simd_set1(y[i]), z0 = simd_set1(z[i]);
     const simd_d x1 = simd_set1(x[i + 1]), y1 = simd_set1(y[i + 1]), z1 = simd_set1(z[i + 1]);
-    const simd_d w0 = simd_set1(w[i]), w1 = simd_set1(w[i + 1]);
-    simd_d a0 = simd_set1(0.0), a1 = simd_set1(0.0);
+    simd_d w0[RBF_MAXW], w1[RBF_MAXW], a0[RBF_MAXW], a1[RBF_MAXW];
+    for (int k = 0; k < NW; ++k) {
+        w0[k] = simd_set1(w[k * np + i]), w1[k] = simd_set1(w[k * np + i + 1]);
+        a0[k] = a1[k] = simd_set1(0.0);
+    }
     long j = j0;
     for (; j < j1 && j % W; ++j) { /* up to the first whole vector */
         double k0 = mq_pair(x0, y0, z0, simd_set1(x[j]), simd_set1(y[j]), simd_set1(z[j]), cc, exact)[0];
         double k1 = mq_pair(x1, y1, z1, simd_set1(x[j]), simd_set1(y[j]), simd_set1(z[j]), cc, exact)[0];
-        a0[0] += w[j] * k0, a1[0] += w[j] * k1;
-        p[j] += w[i] * k0 + w[i + 1] * k1;
+        for (int k = 0; k < NW; ++k) {
+            const double *wk = w + k * np;
+            a0[k][0] += wk[j] * k0, a1[k][0] += wk[j] * k1;
+            p[k * np + j] += wk[i] * k0 + wk[i + 1] * k1;
+        }
     }
     for (; j < j1; j += W) {
-        simd_d xj = simd_load(x + j), yj = simd_load(y + j), zj = simd_load(z + j), wj = simd_load(w + j);
+        simd_d xj = simd_load(x + j), yj = simd_load(y + j), zj = simd_load(z + j);
         simd_d k0 = mq_pair(x0, y0, z0, xj, yj, zj, cc, exact), k1 = mq_pair(x1, y1, z1, xj, yj, zj, cc, exact);
-        a0 += wj * k0, a1 += wj * k1;
-        simd_store(p + j, simd_load(p + j) + w0 * k0 + w1 * k1);
+        for (int k = 0; k < NW; ++k) {
+            simd_d wj = simd_load(w + k * np + j);
+            a0[k] += wj * k0, a1[k] += wj * k1;
+            simd_store(p + k * np + j, simd_load(p + k * np + j) + w0[k] * k0 + w1[k] * k1);
+        }
     }
-    o[i] += simd_sum(a0), o[i + 1] += simd_sum(a1);
+    for (int k = 0; k < NW; ++k)
+        o[k * np + i] += simd_sum(a0[k]), o[k * np + i + 1] += simd_sum(a1[k]);
 }
 
-/* o + e += p over [j0, j1) (j0, j1 multiples of W), compensated; p = 0 */
-static inline __attribute__((always_inline)) void fold(long j0, long j1, double *o, double *e,
-                                                       double *p) {
-    for (long j = j0; j < j1; j += W) {
-        simd_d t = simd_load(p + j), oj = simd_load(o + j), s = oj + t;
-        simd_store(o + j, s);
-        simd_store(e + j, simd_load(e + j) + two_sum_err(s, oj, t));
-        simd_store(p + j, simd_set1(0.0));
-    }
+/* o + e += p over [j0, j1) (j0, j1 multiples of W) for each of the NW vectors, compensated; p = 0
+ */
+static inline __attribute__((always_inline)) void fold(int NW, long np, long j0, long j1, double *o,
+                                                       double *e, double *p) {
+    for (int k = 0; k < NW; ++k)
+        for (long j = k * np + j0; j < k * np + j1; j += W) {
+            simd_d t = simd_load(p + j), oj = simd_load(o + j), s = oj + t;
+            simd_store(o + j, s);
+            simd_store(e + j, simd_load(e + j) + two_sum_err(s, oj, t));
+            simd_store(p + j, simd_set1(0.0));
+        }
 }
 
 /* o + e += this thread's share of Phi w over the np padded centres (np a multiple of W; o, e, p:
-   its own buffers, zeroed). Columns in tiles that stay in L2 while the blocks of row pairs stream
-   past them; a row pair inside a tile also takes its own 2 x 2 block (the diagonal c w_i and the
-   pair). */
-static inline __attribute__((always_inline)) void sym_share(long np, const double *x,
+   its own buffers of NW np, zeroed). Columns in tiles that stay in L2 while the blocks of row pairs
+   stream past them; a row pair inside a tile also takes its own 2 x 2 block (the diagonal c w_i
+   and the pair). */
+static inline __attribute__((always_inline)) void sym_share(int NW, long np, const double *x,
                                                             const double *y, const double *z,
                                                             const double *w, double c2, int exact,
                                                             double *o, double *e, double *p) {
@@ -153,30 +165,34 @@ static inline __attribute__((always_inline)) void sym_share(long np, const doubl
             long ib = ia + 2 * RBF_SYM_BLOCK < j1 ? ia + 2 * RBF_SYM_BLOCK : j1;
             for (long i = ia; i < ib; i += 2) {
                 if (i >= j0) {
-                    double k = mq_pair(simd_set1(x[i]), simd_set1(y[i]), simd_set1(z[i]),
-                                       simd_set1(x[i + 1]), simd_set1(y[i + 1]),
-                                       simd_set1(z[i + 1]), simd_set1(c2), exact)[0];
-                    o[i] += c * w[i] + k * w[i + 1];
-                    o[i + 1] += c * w[i + 1] + k * w[i];
+                    double kk = mq_pair(simd_set1(x[i]), simd_set1(y[i]), simd_set1(z[i]),
+                                        simd_set1(x[i + 1]), simd_set1(y[i + 1]),
+                                        simd_set1(z[i + 1]), simd_set1(c2), exact)[0];
+                    for (int k = 0; k < NW; ++k) {
+                        const double *wk = w + k * np;
+                        o[k * np + i] += c * wk[i] + kk * wk[i + 1];
+                        o[k * np + i + 1] += c * wk[i + 1] + kk * wk[i];
+                    }
                 }
                 long jb = i + 2 > j0 ? i + 2 : j0;
-                if (jb < j1) sym_rows2(x, y, z, w, c2, exact, i, jb, j1, o, p);
+                if (jb < j1) sym_rows2(NW, np, x, y, z, w, c2, exact, i, jb, j1, o, p);
             }
             long jf =
                 ia + 2 > j0 ? (ia + 2) / W * W : j0; /* the block's columns (p is 0 elsewhere) */
-            fold(jf, j1, o, e, p);
+            fold(NW, np, jf, j1, o, e, p);
         }
     }
 }
 
-int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *z,
+int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *z, int nw,
                         const double *w, double c2, double *out, int threads) {
     const long np = (n + W - 1) / W * W;
     const int exact = mq_exact(c2, n, x, y, z, 0, NULL, NULL, NULL);
-    double *pts = pad_copy(n, np, x, y, z, 1, w);
+    double *pts = pad_copy(n, np, x, y, z, nw, w);
     /* every pair feeds two rows: each thread sums into its own buffers (sum, compensation, partial
-       column sums) */
-    double *buf = malloc(sizeof(double) * 3 * np * (threads > 1 ? threads : 1));
+       column sums, nw np each) */
+    const long nb = 3L * nw * np;
+    double *buf = malloc(sizeof(double) * nb * (threads > 1 ? threads : 1));
     if (!pts || !buf) {
         free(pts);
         free(buf);
@@ -186,20 +202,25 @@ int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *
     int used = 1;
 #pragma omp parallel num_threads(threads)
     {
-        double *o = buf + 3L * omp_get_thread_num() * np, *e = o + np, *p = e + np;
-        memset(o, 0, sizeof(double) * 3 * np);
+        double *o = buf + nb * omp_get_thread_num(), *e = o + nw * np, *p = e + nw * np;
+        memset(o, 0, sizeof(double) * nb);
 #pragma omp single
         used = omp_get_num_threads();
         /* the single's barrier: every buffer is zeroed before any thread adds to another row */
-        if (exact)
-            sym_share(np, px, py, pz, pw, c2, 1, o, e, p);
+#define RBF_SYM_SHARE(NW, EXACT) sym_share(NW, np, px, py, pz, pw, c2, EXACT, o, e, p)
+        if (nw == 1)
+            exact ? RBF_SYM_SHARE(1, 1) : RBF_SYM_SHARE(1, 0);
+        else if (nw == 2)
+            exact ? RBF_SYM_SHARE(2, 1) : RBF_SYM_SHARE(2, 0);
         else
-            sym_share(np, px, py, pz, pw, c2, 0, o, e, p);
+            exact ? RBF_SYM_SHARE(3, 1) : RBF_SYM_SHARE(3, 0);
+#undef RBF_SYM_SHARE
 #pragma omp barrier
 #pragma omp for schedule(static)
-        for (long i = 0; i < n; ++i) {
+        for (long i = 0; i < nw * n; ++i) {
+            const long k = i / n, ik = k * np + i % n;
             double s = 0;
-            for (int t = 0; t < used; ++t) s += buf[3L * t * np + i] + buf[(3L * t + 1) * np + i];
+            for (int t = 0; t < used; ++t) s += buf[nb * t + ik] + buf[nb * t + nw * np + ik];
             out[i] = s;
         }
     }

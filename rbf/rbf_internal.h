@@ -16,8 +16,9 @@ extern "C" {
 int rbf_direct_cpu(long ns, const double *sx, const double *sy, const double *sz, int nw,
                     const double *w, double c2, long m, const double *tx, const double *ty,
                     const double *tz, double *out, int threads);
-/* the same at the centres themselves (Phi w, symmetric: each pair once); FMM_ERR_NOMEM */
-int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *z,
+/* the same at the centres themselves (Phi w, symmetric: each pair once), nw (1 .. RBF_MAXW)
+   weight vectors w + k n, results out + k n; FMM_ERR_NOMEM */
+int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *z, int nw,
                         const double *w, double c2, double *out, int threads);
 
 /* ---- local cardinal functions of the L-sets (rbf/local.c), RBF_LANES sets at once ---- */
