@@ -42,22 +42,16 @@ int fmm_rbf_deform(const fmm_rbf_opts *opts, long nb, const double *bxyz, const 
     int rc = fmm_rbf_makeplan(opts, &p);
     if (rc) return rc;
     rc = fmm_rbf_setpts(p, nb, bxyz);
-    double *f = malloc(sizeof(double) * nb), *lam = malloc(sizeof(double) * 3 * nb), alpha[3];
+    double *f = malloc(sizeof(double) * 3 * nb), *lam = malloc(sizeof(double) * 3 * nb), alpha[3];
     double *s = malloc(sizeof(double) * 3 * (m > 0 ? m : 1));
     long *hit = malloc(sizeof(long) * (m > 0 ? m : 1));
     fmm_rbf_result worst;
     memset(&worst, 0, sizeof worst);
     if (!rc && (!f || !lam || !s || !hit)) rc = FMM_ERR_NOMEM;
-    for (int d = 0; d < 3 && !rc; ++d) {
-        for (long i = 0; i < nb; ++i) f[i] = disp[3 * i + d];
-        fmm_rbf_result r;
-        rc = fmm_rbf_execute(p, f, lam + d * nb, &alpha[d], &r);
-        if (d == 0 || r.iterations > worst.iterations) worst.iterations = r.iterations;
-        if (r.max_residual > worst.max_residual) worst.max_residual = r.max_residual;
-        worst.time_setup_s = r.time_setup_s;
-        worst.time_fit_s += r.time_fit_s;
-        worst.time_matvec_s += r.time_matvec_s;
-        worst.matvec = r.matvec, worst.device = r.device;
+    if (!rc) { /* the three components side by side: their mat-vecs share passes */
+        for (int d = 0; d < 3; ++d)
+            for (long i = 0; i < nb; ++i) f[d * nb + i] = disp[3 * i + d];
+        rc = rbf_fit(p, 3, f, lam, alpha, &worst);
     }
     if (!rc) rc = rbf_eval(p, 3, lam, alpha, m, xyz, s); /* the three components in one pass */
     if (!rc && m > 0) {

@@ -432,132 +432,196 @@ static void precondition(const fmm_rbf_plan *p, const double *r, double *tau, do
     }
 }
 
-int fmm_rbf_execute(fmm_rbf_plan *p, const double *f, double *lambda, double *alpha,
-                    fmm_rbf_result *res) {
-    if (!p || !f || !lambda || !alpha) return FMM_ERR_ARG;
+/* out + v n = Phi w[v] for nv vectors: one pass of the direct CPU sum for all of them (they share
+   its square roots; win: nv n scratch), else one mat-vec each */
+static int apply_many(fmm_rbf_plan *p, int nv, const double *const *w, double *win, double *out) {
+    const long n = p->n;
+    if (p->matvec == FMM_RBF_MATVEC_DIRECT && !p->gpu) {
+        for (int v = 0; v < nv; ++v) memcpy(win + v * n, w[v], sizeof(double) * n);
+        return rbf_direct_self_cpu(n, p->x, p->y, p->z, nv, win, p->c2, out, p->threads);
+    }
+    int rc = 0;
+    for (int v = 0; v < nv && !rc; ++v)
+        rc = rbf_plan_apply(p, w[v], 0, NULL, NULL, NULL, out + v * n);
+    return rc;
+}
+
+int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *alpha,
+            fmm_rbf_result *res) {
+    if (!p || !f || !lambda || !alpha || nw < 1 || nw > RBF_MAXW) return FMM_ERR_ARG;
     if (p->n == 0) return FMM_ERR_NOPTS;
-    long n = p->n;
-    for (long i = 0; i < n; ++i)
+    const long n = p->n;
+    for (long i = 0; i < nw * n; ++i)
         if (!isfinite(f[i])) return FMM_ERR_NONFINITE;
     double t0 = omp_get_wtime(), tmv = 0;
-    /* With the direct CPU sum a second weight vector costs little (the square roots bound it), so
-       the iteration expected to reach the tolerance also forms Phi lambda in its pass: the fresh
-       residual then needs no pass of its own. del and lambda side by side in dl (2n), their
-       products in d (2n) */
-    const int pair = p->matvec == FMM_RBF_MATVEC_DIRECT && !p->gpu;
-    double *r = malloc(sizeof(double) * n), *tau = malloc(sizeof(double) * n);
-    double *dl = malloc(sizeof(double) * n * (pair ? 2 : 1)),
-           *d = malloc(sizeof(double) * n * (pair ? 2 : 1));
-    double *tb = malloc(sizeof(double) * n * p->threads), *del = dl;
-    if (!r || !tau || !dl || !d || !tb) {
-        free(r), free(tau), free(dl), free(d), free(tb);
+    /* With the direct CPU sum further weight vectors cost little (the square roots bound it): the
+       right-hand sides share each pass, and a side whose next step is expected to reach the
+       tolerance also sends lambda through it, so that its fresh residual needs no pass of its
+       own (where the pass has room: RBF_MAXW vectors). buf: r, tau, del, d of each side, then
+       the passes' inputs and outputs */
+    const int multi = p->matvec == FMM_RBF_MATVEC_DIRECT && !p->gpu;
+    const int nvmax = multi ? (2 * nw < RBF_MAXW ? 2 * nw : RBF_MAXW) : nw; /* vectors per pass */
+    double *buf = malloc(sizeof(double) * n * (4 * nw + 2 * nvmax));
+    double *tb = malloc(sizeof(double) * n * p->threads);
+    if (!buf || !tb) {
+        free(buf), free(tb);
         return FMM_ERR_NOMEM;
     }
-    double fmin = f[0], fmax = f[0];
-    for (long i = 0; i < n; ++i) {
-        if (f[i] < fmin) fmin = f[i];
-        if (f[i] > fmax) fmax = f[i];
+    double *win = buf + 4 * nw * n, *out = win + nvmax * n;
+    double thr[RBF_MAXW], fscale[RBF_MAXW], a[RBF_MAXW], rmax[RBF_MAXW], operr[RBF_MAXW],
+        ddprev[RBF_MAXW], rlast[RBF_MAXW];
+    int it[RBF_MAXW], first[RBF_MAXW], replaced[RBF_MAXW], both[RBF_MAXW], rc = 0;
+    for (int k = 0; k < nw; ++k) {
+        const double *fk = f + k * n;
+        double *r = buf + 4 * k * n, *lam = lambda + k * n;
+        double fmin = fk[0], fmax = fk[0];
+        for (long i = 0; i < n; ++i) {
+            if (fk[i] < fmin) fmin = fk[i];
+            if (fk[i] > fmax) fmax = fk[i];
+        }
+        fscale[k] = max_abs(n, fk), thr[k] = p->o.tolerance * (fscale[k] > 0 ? fscale[k] : 1);
+        a[k] = 0.5 * (fmin + fmax);
+        for (long i = 0; i < n; ++i) lam[i] = 0, r[i] = fk[i] - a[k];
+        rmax[k] = max_abs(n, r), operr[k] = ddprev[k] = rlast[k] = 0;
+        it[k] = replaced[k] = both[k] = 0, first[k] = 1;
     }
-    double fscale = max_abs(n, f), thr = p->o.tolerance * (fscale > 0 ? fscale : 1);
-    double a = 0.5 * (fmin + fmax);
-    for (long i = 0; i < n; ++i) lambda[i] = 0, r[i] = f[i] - a;
-    int it = 0, rc = 0, first = 1, replaced = 0, both = 0;
-    double ddprev = 0, rmax = max_abs(n, r), operr = 0, rlast = 0;
-    while (rmax + 2 * operr > thr) {
-        if (it >= p->o.max_iter) {
-            rc = FMM_ERR_NOCONVERGE;
-            break;
-        }
-        ++it;
-        precondition(p, r, tau, tb);
-        if (first) {
-            memcpy(del, tau, sizeof(double) * n);
-        } else {
-            double num = 0;
+    for (;;) {
+        int act[RBF_MAXW], na = 0;
+        for (int k = 0; k < nw; ++k)
+            if (rmax[k] + 2 * operr[k] > thr[k]) act[na++] = k;
+        if (!na) break;
+        const double *vec[RBF_MAXW];
+        int slot[RBF_MAXW], lslot[RBF_MAXW], nv = 0;
+        for (int q = 0; q < na && !rc; ++q) {
+            const int k = act[q];
+            double *r = buf + 4 * k * n, *tau = r + n, *del = tau + n, *d = del + n;
+            if (it[k] >= p->o.max_iter) {
+                rc = FMM_ERR_NOCONVERGE;
+                break;
+            }
+            ++it[k];
+            precondition(p, r, tau, tb);
+            if (first[k]) {
+                memcpy(del, tau, sizeof(double) * n);
+            } else {
+                double num = 0;
 #pragma omp parallel for reduction(+ : num) num_threads(p->threads)
-            for (long i = 0; i < n; ++i) num += tau[i] * d[i];
-            double beta = num / ddprev;
+                for (long i = 0; i < n; ++i) num += tau[i] * d[i];
+                double beta = num / ddprev[k];
 #pragma omp parallel for num_threads(p->threads)
-            for (long i = 0; i < n; ++i) del[i] = tau[i] - beta * del[i];
+                for (long i = 0; i < n; ++i) del[i] = tau[i] - beta * del[i];
+            }
+            first[k] = 0;
+            vec[nv] = del, slot[k] = nv++;
         }
-        first = 0;
+        if (rc) break;
+        for (int q = 0; q < na; ++q) {
+            const int k = act[q];
+            both[k] = both[k] && nv < nvmax;
+            if (both[k]) vec[nv] = lambda + k * n, lslot[k] = nv++;
+        }
         double tm = omp_get_wtime();
-        if (both) {
-            memcpy(dl + n, lambda, sizeof(double) * n);
-            rc = rbf_direct_self_cpu(n, p->x, p->y, p->z, 2, dl, p->c2, d, p->threads);
-        } else {
-            rc = rbf_plan_apply(p, del, 0, NULL, NULL, NULL, d);
-        }
+        rc = apply_many(p, nv, vec, win, out);
         tmv += omp_get_wtime() - tm;
         if (rc) break;
-        double dd = 0, dr = 0;
+        int fresh[RBF_MAXW], nf = 0, checked[RBF_MAXW] = {0};
+        for (int q = 0; q < na && !rc; ++q) {
+            const int k = act[q];
+            double *r = buf + 4 * k * n, *del = r + 2 * n, *d = del + n, *lam = lambda + k * n;
+            memcpy(d, out + slot[k] * n, sizeof(double) * n);
+            double dd = 0, dr = 0;
 #pragma omp parallel for reduction(+ : dd, dr) num_threads(p->threads)
-        for (long i = 0; i < n; ++i) dd += del[i] * d[i], dr += del[i] * r[i];
-        if (!(dd < 0) || !isfinite(dd) || !isfinite(dr)) {
-            /* no descent possible: the search direction vanished or lost definiteness */
-            rc = FMM_ERR_NOCONVERGE;
-            break;
-        }
-        double g = dr / dd, vmin = INFINITY, vmax = -INFINITY;
-#pragma omp parallel for reduction(min : vmin) reduction(max : vmax) num_threads(p->threads)
-        for (long i = 0; i < n; ++i) {
-            double v = r[i] - g * d[i];
-            r[i] = v;
-            vmin = v < vmin ? v : vmin;
-            vmax = v > vmax ? v : vmax;
-            lambda[i] += g * del[i];
-        }
-        double om = 0.5 * (vmin + vmax);
-        rmax = 0;
-#pragma omp parallel for reduction(max : rmax) num_threads(p->threads)
-        for (long i = 0; i < n; ++i) {
-            r[i] -= om;
-            rmax = fabs(r[i]) > rmax ? fabs(r[i]) : rmax;
-        }
-        a += om;
-        ddprev = dd;
-        if (rmax + 2 * operr <= thr) {
-            /* fresh residual: the recurrence may have drifted. Phi lambda is Phi (lambda before
-               this step) + g Phi del, both products of this pass, or a pass of its own */
-            if (both) {
-                for (long i = 0; i < n; ++i) r[i] = f[i] - (d[n + i] + g * d[i]) - a;
-            } else {
-                tm = omp_get_wtime();
-                rc = rbf_plan_apply(p, lambda, 0, NULL, NULL, NULL, d);
-                tmv += omp_get_wtime() - tm;
-                if (rc) break;
-                for (long i = 0; i < n; ++i) r[i] = f[i] - d[i] - a;
+            for (long i = 0; i < n; ++i) dd += del[i] * d[i], dr += del[i] * r[i];
+            if (!(dd < 0) || !isfinite(dd) || !isfinite(dr)) {
+                /* no descent possible: the search direction vanished or lost definiteness */
+                rc = FMM_ERR_NOCONVERGE;
+                break;
             }
-            rc = matvec_error(p, lambda, d, &operr);
+            double g = dr / dd, vmin = INFINITY, vmax = -INFINITY;
+#pragma omp parallel for reduction(min : vmin) reduction(max : vmax) num_threads(p->threads)
+            for (long i = 0; i < n; ++i) {
+                double v = r[i] - g * d[i];
+                r[i] = v;
+                vmin = v < vmin ? v : vmin;
+                vmax = v > vmax ? v : vmax;
+                lam[i] += g * del[i];
+            }
+            double om = 0.5 * (vmin + vmax), rm = 0;
+#pragma omp parallel for reduction(max : rm) num_threads(p->threads)
+            for (long i = 0; i < n; ++i) {
+                r[i] -= om;
+                rm = fabs(r[i]) > rm ? fabs(r[i]) : rm;
+            }
+            rmax[k] = rm, a[k] += om, ddprev[k] = dd;
+            if (rmax[k] + 2 * operr[k] > thr[k]) continue;
+            checked[k] = 1;
+            /* fresh residual, the recurrence may have drifted: Phi lambda is Phi (lambda before
+               this step) + g Phi del, both from this pass, or from a pass of its own below */
+            if (both[k]) {
+                const double *fk = f + k * n, *pl = out + lslot[k] * n;
+                for (long i = 0; i < n; ++i) r[i] = fk[i] - (pl[i] + g * d[i]) - a[k];
+                rmax[k] = max_abs(n, r);
+            } else {
+                vec[nf] = lam, fresh[nf++] = k;
+            }
+        }
+        if (rc) break;
+        if (nf) {
+            tm = omp_get_wtime();
+            rc = apply_many(p, nf, vec, win, out);
+            tmv += omp_get_wtime() - tm;
             if (rc) break;
-            rmax = max_abs(n, r);
-            /* the sampled error times 2 stands for its maximum over all centres */
-            if (rmax + 2 * operr > thr) {
+            for (int q = 0; q < nf; ++q) {
+                const int k = fresh[q];
+                const double *fk = f + k * n, *pl = out + q * n;
+                double *r = buf + 4 * k * n;
+                for (long i = 0; i < n; ++i) r[i] = fk[i] - pl[i] - a[k];
+                /* the sampled error times 2 stands for its maximum over all centres */
+                rc = matvec_error(p, lambda + k * n, pl, &operr[k]);
+                if (rc) break;
+                rmax[k] = max_abs(n, r);
+            }
+            if (rc) break;
+        }
+        for (int q = 0; q < na; ++q) {
+            const int k = act[q];
+            if (checked[k] && rmax[k] + 2 * operr[k] > thr[k]) {
                 /* past 5 restarts, or an operator too coarse for the tolerance: no iterate helps */
-                if (++replaced > 5 || 2 * operr >= thr) {
+                if (++replaced[k] > 5 || 2 * operr[k] >= thr[k]) {
                     rc = FMM_ERR_NOCONVERGE;
                     break;
                 }
-                first = 1; /* restart the conjugate directions from the true residual */
+                first[k] = 1; /* restart the conjugate directions from the true residual */
             }
+            /* the next step is expected to reach the tolerance where this one's reduction,
+               repeated, gets within 4x of it (cheap to be wrong that way: the pass takes one
+               more vector) */
+            both[k] = multi && rlast[k] > 0 && rmax[k] * (rmax[k] / rlast[k]) <= 4 * thr[k];
+            rlast[k] = rmax[k];
         }
-        /* the next step is expected to reach the tolerance where this one's reduction, repeated,
-           gets within 4x of it (cheap to be wrong that way: a pass takes the second vector) */
-        both = pair && rlast > 0 && rmax * (rmax / rlast) <= 4 * thr;
-        rlast = rmax;
+        if (rc) break;
     }
-    *alpha = a;
+    for (int k = 0; k < nw; ++k) alpha[k] = a[k];
     if (res) {
-        res->iterations = it;
-        res->max_residual = (rmax + operr) / (fscale > 0 ? fscale : 1);
+        res->iterations = 0, res->max_residual = 0;
+        for (int k = 0; k < nw; ++k) {
+            res->iterations = it[k] > res->iterations ? it[k] : res->iterations;
+            const double e = (rmax[k] + operr[k]) / (fscale[k] > 0 ? fscale[k] : 1);
+            res->max_residual = e > res->max_residual ? e : res->max_residual;
+        }
         res->time_setup_s = p->time_setup;
         res->time_fit_s = omp_get_wtime() - t0;
         res->time_matvec_s = tmv;
         res->matvec = p->matvec;
         res->device = p->o.device;
     }
-    free(r), free(tau), free(dl), free(d), free(tb);
+    free(buf), free(tb);
     return rc;
+}
+
+int fmm_rbf_execute(fmm_rbf_plan *p, const double *f, double *lambda, double *alpha,
+                    fmm_rbf_result *res) {
+    return rbf_fit(p, 1, f, lambda, alpha, res);
 }
 
 int rbf_eval(fmm_rbf_plan *p, int nw, const double *lambda, const double *alpha, long m,

@@ -80,6 +80,11 @@ struct fmm_rbf_plan {
 /* mat-vec at m targets (NULL: the centres) by the plan's method */
 int rbf_plan_apply(fmm_rbf_plan *p, const double *w, long m, const double *tx, const double *ty,
                    const double *tz, double *out);
+/* the FGP fit of nw (1 .. RBF_MAXW) right-hand sides f + k n at once (lambda + k n, alpha[k]):
+ * each has its own iteration and stop; their mat-vecs share the direct CPU sum's passes. res:
+ * the most iterations and the largest residual of the nw. fmm_rbf_execute is nw = 1. */
+int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *alpha,
+            fmm_rbf_result *res);
 /* s_k(y) = sum_i lambda[k n + i] phi(|y - x_i|) + alpha[k] at m points (interleaved xyz) into
  * s + k m, for nw (1 .. RBF_MAXW) interpolants; the checks of fmm_rbf_eval */
 int rbf_eval(fmm_rbf_plan *p, int nw, const double *lambda, const double *alpha, long m,
