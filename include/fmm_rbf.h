@@ -141,10 +141,10 @@ const char *fmm_rbf_strerror(int status);
 /* Moves mesh nodes by RBF interpolation of prescribed displacements: one interpolant per
  * component is fitted to the nb boundary points bxyz (interleaved) with displacements disp
  * (interleaved dx dy dz), all three with one plan (the L-sets are shared) and side by side (with
- * the direct CPU mat-vec the three iterations share each pass over the kernel values), and
- * evaluated at the m nodes xyz (interleaved, updated in place: x += s(x)). A node that coincides with a
- * boundary point receives that point's displacement exactly (the interpolant reproduces it to
- * the tolerance; the exact value is then written). result (may be NULL) gets the largest
+ * the direct mat-vec, CPU or GPU, the three iterations share each pass over the kernel values), and
+ * evaluated at the m nodes xyz (interleaved, updated in place: x += s(x)). A node that coincides
+ * with a boundary point receives that point's displacement exactly (the interpolant reproduces it
+ * to the tolerance; the exact value is then written). result (may be NULL) gets the largest
  * iteration count and residual of the three fits. Errors as makeplan/setpts/execute. */
 int fmm_rbf_deform(const fmm_rbf_opts *opts, long nb, const double *bxyz, const double *disp,
                    long m, double *xyz, fmm_rbf_result *result);

@@ -317,8 +317,9 @@ fail:
     return rc;
 }
 
-int rbf_plan_apply(fmm_rbf_plan *p, const double *w, long m, const double *tx, const double *ty,
-                   const double *tz, double *out) {
+/* one weight vector through the series or BLDTT mat-vec */
+static int apply_approx(fmm_rbf_plan *p, const double *w, long m, const double *tx,
+                        const double *ty, const double *tz, double *out) {
     if (p->matvec == FMM_RBF_MATVEC_SERIES) {
         if (!tx) return rbf_series_apply_self(p->ser, w, out, p->threads);
         return rbf_series_apply(p->ser, w, m, tx, ty, tz, out, p->threads);
@@ -347,11 +348,24 @@ int rbf_plan_apply(fmm_rbf_plan *p, const double *w, long m, const double *tx, c
         free(t), free(src);
         return rc;
     }
+    return FMM_ERR_PARAM;
+}
+
+int rbf_plan_apply(fmm_rbf_plan *p, int nw, const double *w, long m, const double *tx,
+                   const double *ty, const double *tz, double *out) {
+    const long mm = tx ? m : p->n;
+    if (p->matvec != FMM_RBF_MATVEC_DIRECT) {
+        int rc = 0;
+        for (int k = 0; k < nw && !rc; ++k)
+            rc = apply_approx(p, w + k * p->n, m, tx, ty, tz, out + k * mm);
+        return rc;
+    }
+    /* the direct sums: one kernel value serves all nw vectors */
 #ifdef FMM_HAVE_CUDA
-    if (p->gpu) return rbf_cuda_matvec(p->gpu, p->c2, w, tx ? m : p->n, tx, ty, tz, out);
+    if (p->gpu) return rbf_cuda_matvec(p->gpu, p->c2, nw, w, mm, tx, ty, tz, out);
 #endif
-    if (!tx) return rbf_direct_self_cpu(p->n, p->x, p->y, p->z, 1, w, p->c2, out, p->threads);
-    return rbf_direct_cpu(p->n, p->x, p->y, p->z, 1, w, p->c2, m, tx, ty, tz, out, p->threads);
+    if (!tx) return rbf_direct_self_cpu(p->n, p->x, p->y, p->z, nw, w, p->c2, out, p->threads);
+    return rbf_direct_cpu(p->n, p->x, p->y, p->z, nw, w, p->c2, m, tx, ty, tz, out, p->threads);
 }
 
 int fmm_rbf_matvec(fmm_rbf_plan *p, const double *w, double *out, double *ms) {
@@ -360,7 +374,7 @@ int fmm_rbf_matvec(fmm_rbf_plan *p, const double *w, double *out, double *ms) {
     for (long i = 0; i < p->n; ++i)
         if (!isfinite(w[i])) return FMM_ERR_NONFINITE;
     double t0 = omp_get_wtime();
-    int rc = rbf_plan_apply(p, w, 0, NULL, NULL, NULL, out);
+    int rc = rbf_plan_apply(p, 1, w, 0, NULL, NULL, NULL, out);
     if (ms) *ms = 1e3 * (omp_get_wtime() - t0);
     return rc;
 }
@@ -432,18 +446,11 @@ static void precondition(const fmm_rbf_plan *p, const double *r, double *tau, do
     }
 }
 
-/* out + v n = Phi w[v] for nv vectors: one pass of the direct CPU sum for all of them (they share
-   its square roots; win: nv n scratch), else one mat-vec each */
+/* out + v n = Phi w[v] for nv vectors (win: nv n scratch): with the direct sums one pass for all
+   (they share its square roots) */
 static int apply_many(fmm_rbf_plan *p, int nv, const double *const *w, double *win, double *out) {
-    const long n = p->n;
-    if (p->matvec == FMM_RBF_MATVEC_DIRECT && !p->gpu) {
-        for (int v = 0; v < nv; ++v) memcpy(win + v * n, w[v], sizeof(double) * n);
-        return rbf_direct_self_cpu(n, p->x, p->y, p->z, nv, win, p->c2, out, p->threads);
-    }
-    int rc = 0;
-    for (int v = 0; v < nv && !rc; ++v)
-        rc = rbf_plan_apply(p, w[v], 0, NULL, NULL, NULL, out + v * n);
-    return rc;
+    for (int v = 0; v < nv; ++v) memcpy(win + v * p->n, w[v], sizeof(double) * p->n);
+    return rbf_plan_apply(p, nv, win, 0, NULL, NULL, NULL, out);
 }
 
 int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *alpha,
@@ -454,12 +461,12 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
     for (long i = 0; i < nw * n; ++i)
         if (!isfinite(f[i])) return FMM_ERR_NONFINITE;
     double t0 = omp_get_wtime(), tmv = 0;
-    /* With the direct CPU sum further weight vectors cost little (the square roots bound it): the
-       right-hand sides share each pass, and a side whose next step is expected to reach the
-       tolerance also sends lambda through it, so that its fresh residual needs no pass of its
-       own (where the pass has room: RBF_MAXW vectors). buf: r, tau, del, d of each side, then
-       the passes' inputs and outputs */
-    const int multi = p->matvec == FMM_RBF_MATVEC_DIRECT && !p->gpu;
+    /* With the direct sums (CPU or GPU) further weight vectors cost little (the square roots
+       bound them): the right-hand sides share each pass, and a side whose next step is expected
+       to reach the tolerance also sends lambda through it, so that its fresh residual needs no
+       pass of its own (where the pass has room: RBF_MAXW vectors). buf: r, tau, del, d of each
+       side, then the passes' inputs and outputs */
+    const int multi = p->matvec == FMM_RBF_MATVEC_DIRECT;
     const int nvmax = multi ? (2 * nw < RBF_MAXW ? 2 * nw : RBF_MAXW) : nw; /* vectors per pass */
     double *buf = malloc(sizeof(double) * n * (4 * nw + 2 * nvmax));
     double *tb = malloc(sizeof(double) * n * p->threads);
@@ -638,11 +645,7 @@ int rbf_eval(fmm_rbf_plan *p, int nw, const double *lambda, const double *alpha,
     double *t = malloc(sizeof(double) * 3 * m);
     if (!t) return FMM_ERR_NOMEM;
     for (long i = 0; i < m; ++i) t[i] = xyz[3 * i], t[m + i] = xyz[3 * i + 1], t[2 * m + i] = xyz[3 * i + 2];
-    int rc = 0;
-    if (p->matvec == FMM_RBF_MATVEC_DIRECT && !p->gpu) /* one kernel value for all nw sums */
-        rc = rbf_direct_cpu(p->n, p->x, p->y, p->z, nw, lambda, p->c2, m, t, t + m, t + 2 * m, s, p->threads);
-    else
-        for (int k = 0; k < nw && !rc; ++k) rc = rbf_plan_apply(p, lambda + k * p->n, m, t, t + m, t + 2 * m, s + k * m);
+    int rc = rbf_plan_apply(p, nw, lambda, m, t, t + m, t + 2 * m, s);
     free(t);
     if (rc) return rc;
     for (int k = 0; k < nw; ++k)

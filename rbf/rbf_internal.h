@@ -51,8 +51,9 @@ void rbf_series_params(double tol, int *L, double *theta);
 /* ---- CUDA direct sum (rbf/rbf_cuda.cu), double precision ---- */
 typedef struct rbf_cuda rbf_cuda;
 int rbf_cuda_create(rbf_cuda **g, long n, const double *x, const double *y, const double *z);
-/* targets NULL: the sources themselves */
-int rbf_cuda_matvec(rbf_cuda *g, double c2, const double *w, long m, const double *tx,
+/* nw (1 .. RBF_MAXW) weight vectors w + k n, results out + k m; targets NULL: the sources
+   themselves (m = n) */
+int rbf_cuda_matvec(rbf_cuda *g, double c2, int nw, const double *w, long m, const double *tx,
                     const double *ty, const double *tz, double *out);
 void rbf_cuda_destroy(rbf_cuda *g);
 
@@ -77,11 +78,12 @@ struct fmm_rbf_plan {
     double time_setup;
 };
 
-/* mat-vec at m targets (NULL: the centres) by the plan's method */
-int rbf_plan_apply(fmm_rbf_plan *p, const double *w, long m, const double *tx, const double *ty,
-                   const double *tz, double *out);
+/* mat-vec of nw (1 .. RBF_MAXW) weight vectors w + k n at m targets (NULL: the centres, m = n)
+ * into out + k m, by the plan's method (the direct sums take all nw in one pass) */
+int rbf_plan_apply(fmm_rbf_plan *p, int nw, const double *w, long m, const double *tx,
+                   const double *ty, const double *tz, double *out);
 /* the FGP fit of nw (1 .. RBF_MAXW) right-hand sides f + k n at once (lambda + k n, alpha[k]):
- * each has its own iteration and stop; their mat-vecs share the direct CPU sum's passes. res:
+ * each has its own iteration and stop; their mat-vecs share the direct sums' passes. res:
  * the most iterations and the largest residual of the nw. fmm_rbf_execute is nw = 1. */
 int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *alpha,
             fmm_rbf_result *res);
