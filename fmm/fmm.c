@@ -199,6 +199,20 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
     return FMM_OK;
 }
 
+#ifdef FMM_HAVE_CUDA
+static int gpu_setpts(fmm_plan *P, long n, const void *xyz, int src, const double lo[3],
+                      double side, void *stream) {
+    int depth = P->opts.depth >= 0 ? P->opts.depth : fmm_gpu_auto_depth(n, P->p);
+    int rc = fmm_gpu_setpts(P->gpu, n, xyz, src, lo, side, depth, stream);
+    P->have_pts = rc == FMM_OK;
+    if (rc || n != P->q_n) P->q_n = 0; /* the device's copy of the charges is gone */
+    if (rc) return rc;
+    P->gpu_n = n, P->gpu_depth = depth, P->gpu_side = side;
+    memcpy(P->gpu_lo, lo, sizeof P->gpu_lo);
+    return FMM_OK;
+}
+#endif
+
 /* xyz in double or (f32, CUDA plans only) in single precision */
 static int setpts(fmm_plan *P, long n, const void *xyz, int f32) {
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
@@ -231,14 +245,7 @@ static int setpts(fmm_plan *P, long n, const void *xyz, int f32) {
 #ifdef FMM_HAVE_CUDA
     if (P->gpu) {
         /* the device wraps the positions itself and bins them into a uniform tree */
-        int depth = P->opts.depth >= 0 ? P->opts.depth : fmm_gpu_auto_depth(n, P->p);
-        int rc = fmm_gpu_setpts(P->gpu, n, xyz, f32, lo, side, depth);
-        P->have_pts = rc == FMM_OK;
-        if (rc || n != P->q_n) P->q_n = 0; /* the device's copy of the charges is gone */
-        if (rc) return rc;
-        P->gpu_n = n, P->gpu_depth = depth, P->gpu_side = side;
-        memcpy(P->gpu_lo, lo, sizeof P->gpu_lo);
-        return FMM_OK;
+        return gpu_setpts(P, n, xyz, f32 ? FMM_GPU_HOST_F32 : FMM_GPU_HOST_F64, lo, side, NULL);
     }
 #endif
     const double *pts = xyz;
@@ -299,6 +306,21 @@ int fmm_setptsf(fmm_plan *P, long n, const float *xyz) {
     rc = setpts(P, n, d, 0);
     free(d);
     return rc;
+}
+
+int fmm_cuda_setptsf(fmm_plan *P, long n, const float *d_xyz, void *stream) {
+    int rc = setpts_args(P, n, d_xyz);
+    if (rc) return rc;
+#ifdef FMM_HAVE_CUDA
+    if (!P->gpu) return FMM_ERR_DEVICE;
+    /* an open boundary needs the bounding box or the box check of the positions, on the host */
+    if (!P->opts.periodic) return FMM_ERR_UNSUPPORTED;
+    const double lo[3] = {0, 0, 0};
+    return gpu_setpts(P, n, d_xyz, FMM_GPU_DEVICE_F32, lo, P->box[0], stream);
+#else
+    (void)stream;
+    return FMM_ERR_DEVICE;
+#endif
 }
 
 int fmm_get_info(const fmm_plan *P, fmm_info *info) {
@@ -676,8 +698,10 @@ static int charge_check(long n, const void *q, int f32, int threads) {
 
 static long plan_points(const fmm_plan *P) { return P->gpu ? P->gpu_n : P->tree.n; }
 
-/* q, phi, field in double or (f32, CUDA plans only) in single precision */
-static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, double *energy, double *virial) {
+/* q, phi, field in double or (f32, CUDA plans only) in single precision; d_force (CUDA plans only,
+   phi and field NULL): the forces scale q_i E_i on the device, ordered against `stream` */
+static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, double *energy,
+                   double *virial, float *d_force, double scale, void *stream) {
     if (!P) return FMM_ERR_ARG;
     if (!P->have_pts) return FMM_ERR_NOPTS;
     const octree *t = &P->tree;
@@ -699,16 +723,21 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
         }
         P->far_c0 = pbc_far_self_potential();
     }
+#ifndef FMM_HAVE_CUDA
+    (void)d_force, (void)scale, (void)stream; /* CUDA plans only */
+#endif
 #ifdef FMM_HAVE_CUDA
     if (P->gpu) {
         int rc;
+        fmm_gpu_exec e = {q, phi, field, f32, energy, virial, NULL, d_force, scale, stream};
         if (!P->virial) {
-            rc = fmm_gpu_execute(P->gpu, q, phi, field, f32, energy, virial, NULL);
+            rc = fmm_gpu_execute(P->gpu, &e);
         } else {
             fmm_gpu_virial_parts vp;
             vp.wroot = malloc(sizeof(double) * P->ncoef);
             if (!vp.wroot) return FMM_ERR_NOMEM;
-            rc = fmm_gpu_execute(P->gpu, q, phi, field, f32, energy, NULL, &vp);
+            e.virial = NULL, e.parts = &vp;
+            rc = fmm_gpu_execute(P->gpu, &e);
             if (rc == FMM_OK) {
                 periodic_virial(P->p, P->gpu_side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, vp.wroot, P->vtab,
                                 P->far_c0, vp.fy, vp.fshift, vp.dip, vp.s2, virial);
@@ -779,11 +808,12 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
 }
 
 int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy, double *virial) {
-    return execute(P, q, phi, field, 0, energy, virial);
+    return execute(P, q, phi, field, 0, energy, virial, NULL, 0.0, NULL);
 }
 
 int fmm_executef(fmm_plan *P, const float *q, float *phi, float *field, double *energy, double *virial) {
-    if (!P || !P->have_pts || P->gpu) return execute(P, q, phi, field, 1, energy, virial);
+    if (!P || !P->have_pts || P->gpu)
+        return execute(P, q, phi, field, 1, energy, virial, NULL, 0.0, NULL);
     /* CPU plans: the double evaluation on widened copies */
     const long n = plan_points(P);
     double *qd = q ? malloc(sizeof(double) * (size_t)n) : NULL;
@@ -792,12 +822,19 @@ int fmm_executef(fmm_plan *P, const float *q, float *phi, float *field, double *
     int rc = (q && !qd) || (phi && !pd) || (field && !fd) ? FMM_ERR_NOMEM : FMM_OK;
     if (!rc) {
         for (long i = 0; qd && i < n; ++i) qd[i] = q[i];
-        rc = execute(P, qd, pd, fd, 0, energy, virial);
+        rc = execute(P, qd, pd, fd, 0, energy, virial, NULL, 0.0, NULL);
     }
     for (long i = 0; !rc && pd && i < n; ++i) phi[i] = (float)pd[i];
     for (long i = 0; !rc && fd && i < 3 * n; ++i) field[i] = (float)fd[i];
     free(qd), free(pd), free(fd);
     return rc;
+}
+
+int fmm_cuda_forcesf(fmm_plan *P, const float *q, float *d_force, double scale, double *energy,
+                     double *virial, void *stream) {
+    if (!P || !d_force) return FMM_ERR_ARG;
+    if (!P->gpu) return FMM_ERR_DEVICE;
+    return execute(P, q, NULL, NULL, 1, energy, virial, d_force, scale, stream);
 }
 
 int fmm_cuda_time_replays(fmm_plan *P, int reps, double *ms) {

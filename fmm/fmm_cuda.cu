@@ -88,6 +88,9 @@ struct fmm_gpu {
     cudaStream_t s0, s1, s2;
     cudaStream_t sl[11];     /* per coarse level: the stream its M2L forks from, so the levels run side by side */
     cudaEvent_t fork, join, fork2, join2, t0, t1, forkl, joinl[11];
+    cudaEvent_t cin, cout;   /* device-resident calls: the caller's stream -> s0 and back */
+    int *bad;                /* device-resident positions: set where one is not finite */
+    double geom_host[G_N];   /* what g->geom holds */
     cudaGraphExec_t exec[2]; /* [virial]: plain, and gathering the periodic image forces */
     int graph_n[2], graph_depth[2], graph_excl[2];
     int *xstart, *xpartner; /* excluded pairs (fmm/exclusions.h), caller indices */
@@ -388,6 +391,27 @@ template <typename A, typename B> static int convert(long n, const A *a, B *b, c
     return FMM_OK;
 }
 
+/* positions that the caller keeps on the device: widened, and *bad set where one is not finite
+   (the host never sees them; a NaN is binned like 0 and poisons the sums, not the memory) */
+__global__ void k_widen_check(long n, const float *__restrict__ a, double *__restrict__ b,
+                              int *__restrict__ bad) {
+    int nonfinite = 0;
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x) {
+        b[i] = a[i];
+        nonfinite |= !isfinite(a[i]);
+    }
+    if (__syncthreads_or(nonfinite) && threadIdx.x == 0) *bad = 1;
+}
+
+/* q_i E_i * scale as float, caller order (out: phi[n], then the field [3n]) */
+__global__ void k_forces(long n, const double *__restrict__ q, const double *__restrict__ out,
+                         double scale, float *__restrict__ f) {
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < 3 * n;
+         i += (long)gridDim.x * blockDim.x)
+        f[i] = (float)(scale * q[i / 3] * out[n + i]);
+}
+
 /* ---------------------------------------------------------------- per-order dispatch */
 
 /* the per-order kernels live in fmm_cuda_orders_*.cu (five translation units compiled in parallel) */
@@ -486,7 +510,8 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     if (!g) return;
     free_particles(g), free_tree(g), free_chunk_leaf(g), free_sym_plans(g);
     m2l_gpu_ops_free(&g->m2l);
-    void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg, g->geom, g->red, g->xstart, g->xpartner};
+    void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg,      g->geom,
+                    g->red,  g->bad,  g->xstart,  g->xpartner};
     for (void *p : ptrs) cudaFree(p);
     if (g->s0) cudaStreamDestroy(g->s0);
     if (g->s1) cudaStreamDestroy(g->s1);
@@ -498,6 +523,8 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     if (g->t0) cudaEventDestroy(g->t0);
     if (g->t1) cudaEventDestroy(g->t1);
     if (g->forkl) cudaEventDestroy(g->forkl);
+    if (g->cin) cudaEventDestroy(g->cin);
+    if (g->cout) cudaEventDestroy(g->cout);
     for (int l = 0; l < 11; ++l) {
         if (g->sl[l]) cudaStreamDestroy(g->sl[l]);
         if (g->joinl[l]) cudaEventDestroy(g->joinl[l]);
@@ -517,6 +544,7 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     }
     CU(cudaMalloc((void **)&g->geom, sizeof(double) * G_N));
     CU(cudaMalloc((void **)&g->red, sizeof(double) * RED_N));
+    CU(cudaMalloc((void **)&g->bad, sizeof(int)));
     /* the device's greatest stream priorities: in an MD step the FMM shares the GPU with the
      * short-range kernels, and its result is what the host waits for. The graph keeps each node's
      * priority (cudaGraphInstantiateFlagUseNodePriority), so where the lanes wait for a
@@ -542,6 +570,8 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     CU(cudaEventCreate(&g->t0));
     CU(cudaEventCreate(&g->t1));
     CU(cudaEventCreateWithFlags(&g->forkl, cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&g->cin, cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&g->cout, cudaEventDisableTiming));
     for (int l = 0; l < 11; ++l) {
         CU(cudaStreamCreateWithPriority(&g->sl[l], cudaStreamNonBlocking, g->prio[0]));
         CU(cudaEventCreateWithFlags(&g->joinl[l], cudaEventDisableTiming));
@@ -794,30 +824,62 @@ static int graph_for(fmm_gpu *g, int v, cudaGraphExec_t *out) {
     return FMM_OK;
 }
 
-extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int f32, const double lo[3], double side,
-                              int depth) {
+/* device-resident calls: the plan's work (on s0) starts after what the caller queued on its stream
+   so far, and what the caller queues afterwards starts after the plan's work */
+static int caller_to_plan(fmm_gpu *g, cudaStream_t caller) {
+    CU(cudaEventRecord(g->cin, caller));
+    CU(cudaStreamWaitEvent(g->s0, g->cin, 0));
+    return FMM_OK;
+}
+static int plan_to_caller(fmm_gpu *g, cudaStream_t caller) {
+    CU(cudaEventRecord(g->cout, g->s0));
+    CU(cudaStreamWaitEvent(caller, g->cout, 0));
+    return FMM_OK;
+}
+
+extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int src, const double lo[3],
+                              double side, int depth, void *stream) {
     if (n > 2147483647L) return FMM_ERR_NPTS;
     if (depth < 0 || depth > 10) return FMM_ERR_DEPTH;
+    const int recapture = n != g->n || depth != g->depth;
+    /* a device-resident caller does not wait for the plan: its last evaluation may still run */
+    if (recapture && src == FMM_GPU_DEVICE_F32) CU(cudaStreamSynchronize(g->s0));
     int rc = alloc_particles(g, n);
     if (!rc) rc = alloc_tree(g, depth);
     if (!rc) rc = alloc_chunk_leaf(g, n, depth);
     if (!rc) rc = sym_plans(g, depth);
     if (rc) { /* hold nothing for a set that did not fit: the plan has no points now */
         free_particles(g), free_tree(g), free_chunk_leaf(g), free_sym_plans(g);
+        g->n = 0;
         return rc;
     }
     const double geom[G_N] = {lo[0], lo[1], lo[2], side, (double)(1L << KEYBITS) / side};
-    CU(cudaMemcpyAsync(g->geom, geom, sizeof geom, cudaMemcpyHostToDevice, g->s0));
-    if (f32) {
+    g->n = n, g->depth = depth;
+    cudaGraphExec_t ex;
+    TRY(graph_for(g, 0, &ex));
+    const int dev = src == FMM_GPU_DEVICE_F32;
+    if (dev) TRY(caller_to_plan(g, (cudaStream_t)stream));
+    if (memcmp(geom, g->geom_host,
+               sizeof geom)) { /* the stack array is staged before this returns */
+        CU(cudaMemcpyAsync(g->geom, geom, sizeof geom, cudaMemcpyHostToDevice, g->s0));
+        memcpy(g->geom_host, geom, sizeof geom);
+    }
+    if (dev) {
+        CU(cudaMemsetAsync(g->bad, 0, sizeof(int), g->s0));
+        const long nb = (3 * n + 255) / 256;
+        k_widen_check<<<(unsigned)(nb < 4096 ? nb : 4096), 256, 0, g->s0>>>(
+            3 * n, (const float *)xyz, g->xyz, g->bad);
+        CU(cudaGetLastError());
+        return plan_to_caller(g, (cudaStream_t)stream);
+    }
+    if (src == FMM_GPU_HOST_F32) {
         CU(cudaMemcpyAsync(g->stage, xyz, sizeof(float) * 3 * n, cudaMemcpyHostToDevice, g->s0));
         TRY(convert(3 * n, g->stage, g->xyz, g->s0));
     } else {
         CU(cudaMemcpyAsync(g->xyz, xyz, sizeof(double) * 3 * n, cudaMemcpyHostToDevice, g->s0));
     }
     CU(cudaStreamSynchronize(g->s0));
-    g->n = n, g->depth = depth;
-    cudaGraphExec_t ex;
-    return graph_for(g, 0, &ex);
+    return FMM_OK;
 }
 
 extern "C" int fmm_gpu_set_exclusions(fmm_gpu *g, long natoms, long npairs, const int *start, const int *partner) {
@@ -835,37 +897,53 @@ extern "C" int fmm_gpu_set_exclusions(fmm_gpu *g, long natoms, long npairs, cons
     return FMM_OK;
 }
 
-extern "C" int fmm_gpu_execute(fmm_gpu *g, const void *q, void *phi, void *field, int f32, double *energy,
-                               double *virial, fmm_gpu_virial_parts *parts) {
-    if (virial && g->periodic) return FMM_ERR_ARG; /* periodic: the caller assembles it from parts */
+extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
+    if (e->virial && g->periodic)
+        return FMM_ERR_ARG; /* periodic: the caller assembles it from parts */
     const long n = g->n;
+    const int f32 = e->f32, dev = e->d_force != NULL;
     cudaGraphExec_t ex;
-    TRY(graph_for(g, parts && g->periodic, &ex));
-    if (q && f32) {
-        CU(cudaMemcpyAsync(g->stage, q, sizeof(float) * n, cudaMemcpyHostToDevice, g->s0));
+    TRY(graph_for(g, e->parts && g->periodic, &ex));
+    if (dev) TRY(caller_to_plan(g, (cudaStream_t)e->stream));
+    if (e->q && f32) {
+        CU(cudaMemcpyAsync(g->stage, e->q, sizeof(float) * n, cudaMemcpyHostToDevice, g->s0));
         TRY(convert(n, g->stage, g->qin, g->s0));
-    } else if (q) {
-        CU(cudaMemcpyAsync(g->qin, q, sizeof(double) * n, cudaMemcpyHostToDevice, g->s0));
+    } else if (e->q) {
+        CU(cudaMemcpyAsync(g->qin, e->q, sizeof(double) * n, cudaMemcpyHostToDevice, g->s0));
     }
     CU(cudaGraphLaunch(ex, g->s0));
-    double red[RED_N];
     const size_t w = f32 ? sizeof(float) : sizeof(double);
     const char *out = (const char *)g->out;
-    if (f32 && (phi || field)) { /* out is phi[n] then field[3n]: round what is asked for */
+    void *phi = e->phi, *field = e->field;
+    if (dev) {
+        const long nb = (3 * n + 255) / 256;
+        k_forces<<<(unsigned)(nb < 4096 ? nb : 4096), 256, 0, g->s0>>>(n, g->qin, g->out,
+                                                                       e->force_scale, e->d_force);
+        CU(cudaGetLastError());
+    } else if (f32 && (phi || field)) { /* out is phi[n] then field[3n]: round what is asked for */
         const long first = phi ? 0 : n;
         TRY(convert(4 * n - first - (field ? 0 : 3 * n), g->out + first, g->stage + first, g->s0));
         out = (const char *)g->stage;
     }
     if (phi) CU(cudaMemcpyAsync(phi, out, w * n, cudaMemcpyDeviceToHost, g->s0));
     if (field) CU(cudaMemcpyAsync(field, out + w * n, w * 3 * n, cudaMemcpyDeviceToHost, g->s0));
+    if (dev) TRY(plan_to_caller(g, (cudaStream_t)e->stream));
+    /* a device-resident call returns at once unless it reports the energy or virial */
+    if (dev && !e->energy && !e->parts) return FMM_OK;
+    fmm_gpu_virial_parts *parts = e->parts;
+    double red[RED_N];
+    int bad = 0;
     if (parts) CU(cudaMemcpyAsync(parts->wroot, g->W, sizeof(double) * g->nc, cudaMemcpyDeviceToHost, g->s0));
     CU(cudaMemcpyAsync(red, g->red, sizeof red, cudaMemcpyDeviceToHost, g->s0));
+    if (dev) CU(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, g->s0));
     CU(cudaStreamSynchronize(g->s0));
-    if (energy) *energy = red[RED_ENERGY];
-    if (virial)
+    if (bad) return FMM_ERR_NONFINITE;
+    if (e->energy) *e->energy = red[RED_ENERGY];
+    if (e->virial)
         for (int a = 0; a < 3; ++a)
             for (int b = 0; b < 3; ++b)
-                virial[3 * a + b] = 0.5 * (red[RED_VIR + 3 * a + b] + red[RED_VIR + 3 * b + a]) - red[RED_XVIR + 3 * a + b];
+                e->virial[3 * a + b] = 0.5 * (red[RED_VIR + 3 * a + b] + red[RED_VIR + 3 * b + a]) -
+                                       red[RED_XVIR + 3 * a + b];
     if (parts) {
         memcpy(parts->fy, red + RED_VIR, sizeof parts->fy);
         memcpy(parts->fshift, red + RED_FSHIFT, sizeof parts->fshift);

@@ -36,10 +36,14 @@ typedef struct fmm_gpu_setup {
 int fmm_gpu_create(const fmm_gpu_setup *s, fmm_gpu **g);
 void fmm_gpu_destroy(fmm_gpu *g);
 
-/* Upload positions (caller order, already checked finite; double, or float with f32) for a tree
- * of the given depth over the cube [lo, lo + side)^3 (periodic: lo = 0, side = L, positions are
- * wrapped on the device). */
-int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int f32, const double lo[3], double side, int depth);
+/* Positions in caller order for a tree of the given depth over the cube [lo, lo + side)^3
+ * (periodic: lo = 0, side = L, positions are wrapped on the device): on the host, checked finite,
+ * double or float; or float on the device (the caller's memory, read in order after the work the
+ * caller queued on `stream`, a cudaStream_t; not waited for, and a non-finite one is reported by
+ * the next execute that waits). */
+enum { FMM_GPU_HOST_F64, FMM_GPU_HOST_F32, FMM_GPU_DEVICE_F32 };
+int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int src, const double lo[3], double side,
+                   int depth, void *stream);
 
 /* What the periodic virial needs from an evaluation (fmm/fmm.c assembles it with the lattice
  * strain tables): sum_i F_i (x) Y_i (Y about the cell centre), the total force on the cell from
@@ -55,11 +59,23 @@ typedef struct fmm_gpu_virial_parts {
  * subtracted by the evaluation graph after the outputs (captured anew on the next execute). */
 int fmm_gpu_set_exclusions(fmm_gpu *g, long natoms, long npairs, const int *start, const int *partner);
 
-/* One evaluation; outputs may be NULL; q NULL: the charges on the device from the last call;
- * q, phi, field in double, or float with f32. virial: open boundary only; periodic: pass parts
- * (the first such call captures a second graph that also gathers the image forces). */
-int fmm_gpu_execute(fmm_gpu *g, const void *q, void *phi, void *field, int f32, double *energy,
-                    double *virial, fmm_gpu_virial_parts *parts);
+/* One evaluation. q NULL: the charges on the device from the last call; q, phi, field in double,
+ * or float with f32; any output may be NULL. virial: open boundary only; periodic: pass parts (the
+ * first such call captures a second graph that also gathers the image forces). d_force (device,
+ * float, 3n, caller order; phi and field NULL then): force_scale q_i E_i, ordered against the
+ * caller's `stream` like a device-resident fmm_gpu_setpts; such a call waits for the device only
+ * if it reports energy or parts (then FMM_ERR_NONFINITE for non-finite device positions). */
+typedef struct fmm_gpu_exec {
+    const void *q;
+    void *phi, *field;
+    int f32;
+    double *energy, *virial;
+    fmm_gpu_virial_parts *parts;
+    float *d_force;
+    double force_scale;
+    void *stream;
+} fmm_gpu_exec;
+int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e);
 
 /* Replay the evaluation graph `reps` times (charges as last uploaded) and return each replay's
  * time in milliseconds from CUDA events. */

@@ -137,6 +137,25 @@ int fmm_setptsf(fmm_plan *plan, long n, const float *xyz);
 int fmm_executef(fmm_plan *plan, const float *q, float *phi, float *field, double *energy,
                  double *virial);
 
+/* Device-resident positions and forces (CUDA plans, periodic boxes), for callers whose data
+ * live on the GPU, such as an MD code that integrates there: no copies over the bus and no wait.
+ * d_xyz (3n floats, interleaved) and d_force (3n floats) are device pointers; stream is the
+ * caller's cudaStream_t (NULL: the legacy default stream). The plan's work starts after what the
+ * caller queued on `stream` before the call, and what it queues there afterwards starts after the
+ * plan's work, so the caller orders its own kernels by its stream alone; d_xyz may change once
+ * the work queued after fmm_cuda_setptsf has begun.
+ * fmm_cuda_setptsf: as fmm_setptsf, but the coordinates are not seen by the host: a non-finite one
+ *   makes the next fmm_cuda_forcesf that reports energy or virial return FMM_ERR_NONFINITE (the
+ *   forces of such a set are not finite either). Open boundaries: FMM_ERR_UNSUPPORTED (their
+ *   bounding box and box check need the positions on the host). CPU plans: FMM_ERR_DEVICE.
+ * fmm_cuda_forcesf: d_force[3i + a] = scale q_i E_i,a (the Coulomb force with the caller's unit
+ *   prefactor in scale; overwritten), q as for fmm_executef (host, NULL reuses the kept charges).
+ *   energy and virial (unscaled, as fmm_execute) may be NULL; the call waits for the device only
+ *   when one of them is asked for. */
+int fmm_cuda_setptsf(fmm_plan *plan, long n, const float *d_xyz, void *stream);
+int fmm_cuda_forcesf(fmm_plan *plan, const float *q, float *d_force, double scale, double *energy,
+                     double *virial, void *stream);
+
 /* Excluded pairs (molecular topologies: bonded neighbours whose Coulomb interaction the force
  * field leaves out): pairs[2k], pairs[2k+1] are the indices (into the points of fmm_setpts) of
  * pair k. From then on fmm_execute leaves the direct term q_i q_j / r_ij of each pair out of

@@ -30,7 +30,7 @@ WORK=${WORK:-/tmp/fmm-gmx-gpu}
 mkdir -p "$RES" "$WORK"
 FMM_TOL=${FMM_TOL:-1e-3}
 FMM_PRECISION=${FMM_PRECISION:-mixed}
-export GMX_FMM_TIMING=1 # the module logs where its time goes (mean of 500 calls) into md.log
+export GMX_FMM_TIMING=1 # the module logs where its time goes (mean of each 100 calls) into md.log
 SYSTEMS=${SYSTEMS:-"24k 100k 1m droplet"}
 NT=$(nproc)
 log() { echo "== gpu.sh: $*" | tee -a "$RES/gpu.log"; }
@@ -76,8 +76,10 @@ top_for() { # top_for GRO -> a topology with the right number of SOL
 }
 
 echo "system,atoms,solver,nsteps,ns_per_day,ms_per_step,mdrun_flags,status" > "$RES/gpu_nsday.csv"
-run_one() { # run_one NAME KIND STEPS   (KIND: pme, fmm, or fmm_cpuupdate: the FMM with the update on the CPU)
+run_one() { # run_one NAME KIND STEPS   (KIND: pme, fmm, fmm_cpuupdate: the FMM with the update on the CPU, or
+            # fmm_hostforces: GPU update, but the FMM's positions and forces through the host every step)
     local name=$1 kind=$2 steps=$3 dir=$RES/$1_$2 flags mdp=${2%_cpuupdate}
+    mdp=${mdp%_hostforces}
     mkdir -p "$dir"
     sed -e "s/^nsteps .*/nsteps                   = $steps/" -e "s/^fmm-tolerance .*/fmm-tolerance            = $FMM_TOL/" \
         -e "s/^fmm-device .*/fmm-device               = cuda/" -e "s/^fmm-precision .*/fmm-precision = $FMM_PRECISION/" -e "s/^nstcalcenergy .*/nstcalcenergy            = 100/" \
@@ -88,13 +90,15 @@ run_one() { # run_one NAME KIND STEPS   (KIND: pme, fmm, or fmm_cpuupdate: the F
     fi
     # GROMACS 2022 keeps the update on the CPU under -update auto; with -update gpu it copies
     # the coordinates to the host for a force provider and its forces back every step
+    local hostforces=
     case $kind in
         pme) flags="-nb gpu -pme gpu -update gpu -notunepme" ;;
         fmm) flags="-nb gpu -update gpu" ;;
+        fmm_hostforces) flags="-nb gpu -update gpu" hostforces=GMX_FMM_FORCES_ON_HOST=1 ;;
         *) flags="-nb gpu -update cpu" ;;
     esac
     # shellcheck disable=SC2086
-    if ! (cd "$dir" && timeout 300 $GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -s run.tpr -deffnm md $flags \
+    if ! (cd "$dir" && env $hostforces timeout 300 $GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -s run.tpr -deffnm md $flags \
             -resetstep $((steps / 2)) -noconfout > mdrun.log 2>&1); then
         # should GPU update be refused: retry with CPU update
         if [ "$kind" = fmm ]; then
@@ -139,9 +143,9 @@ done
     echo "|---|---:|---|---:|---:|---:|---|---|"
     tail -n +2 "$RES/gpu_nsday.csv" | awk -F, '{printf "| %s | %s | %s | %s | %s | %s | `%s` | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}'
     echo
-    echo "Where the FMM module's time goes (GMX_FMM_TIMING, last 500 calls of each run):"
+    echo "Where the FMM module's time goes (GMX_FMM_TIMING, last 100 calls of each run):"
     echo
-    for f in "$RES"/*_fmm/md.log "$RES"/*_fmm_cpuupdate/md.log; do
+    for f in "$RES"/*_fmm*/md.log; do
         [ -f "$f" ] && echo "- $(basename "$(dirname "$f")"): $(grep -h 'FMM module timing' "$f" | tail -1)"
     done
 } > "$RES/gpu_nsday.md"

@@ -502,6 +502,140 @@ TEST(GpuPlan, OutOfDeviceMemoryIsAClearErrorAndThePlanRecovers) {
 #endif
 }
 
+// Positions and forces on the device (fmm_cuda_setptsf / fmm_cuda_forcesf, the route of an MD code
+// that integrates on the GPU) against the host entry points on the same plan: the forces are
+// scale q_i E_i of the same evaluation (float rounding apart), the energy and virial too; the plan
+// orders its work after what the caller queued on its stream (a position upload queued just before
+// the call) and the caller's later work after the plan's (the copy back of the forces, with no
+// other wait); a NaN position is reported by the next call that returns the energy.
+TEST(GpuPlan, DeviceResidentPositionsAndForcesMatchHostCalls) {
+    SKIP_WITHOUT_GPU();
+#ifndef FMM_HAVE_CUDA
+    GTEST_SKIP()
+        << "the test puts its data on the device through the CUDA runtime: built without CUDA";
+#else
+    std::mt19937_64 g(test_seed());
+    const double L = 3.0, box[3] = {L, L, L}, scale = 138.9;
+    std::vector<double> xyz, q;
+    random_set(g, 30000, L, 0.0, xyz, q);
+    const long n = (long)q.size();
+    std::vector<float> xf(xyz.begin(), xyz.end()), qf(q.begin(), q.end());
+    std::vector<float> xf2(xf); // a second frame: every atom moved by up to 0.01
+    std::uniform_real_distribution<double> u(-0.01, 0.01);
+    for (auto &v : xf2) v += (float)u(g);
+    float *d_x = nullptr, *d_f = nullptr;
+    ASSERT_EQ(cudaMalloc((void **)&d_x, sizeof(float) * 3 * n), cudaSuccess);
+    ASSERT_EQ(cudaMalloc((void **)&d_f, sizeof(float) * 3 * n), cudaSuccess);
+    cudaStream_t st;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+    // host entry points: forces scale q E, energy and virial
+    double mag = 0; // 1/2 sum |q phi|: the scale of the energy's rounding (random charges cancel)
+    auto host = [&](fmm_plan *p, const std::vector<float> &x, std::vector<double> &f, double &e,
+                    double *w) {
+        std::vector<float> phi(n), field(3 * n);
+        ASSERT_EQ(fmm_setptsf(p, n, x.data()), FMM_OK);
+        ASSERT_EQ(fmm_executef(p, qf.data(), phi.data(), field.data(), &e, w), FMM_OK);
+        f.resize(3 * n);
+        for (long i = 0; i < 3 * n; ++i) f[i] = scale * qf[i / 3] * (double)field[i];
+        mag = 0;
+        for (long i = 0; i < n; ++i) mag += 0.5 * std::fabs(qf[i] * (double)phi[i]);
+    };
+    auto fetch = [&](std::vector<double> &f) { // ordered after the plan's work by the stream alone
+        std::vector<float> h(3 * n, NAN);
+        ASSERT_EQ(cudaMemcpyAsync(h.data(), d_f, sizeof(float) * 3 * n, cudaMemcpyDeviceToHost, st),
+                  cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+        f.assign(h.begin(), h.end());
+    };
+    for (int mixed : {0, 1}) {
+        SCOPED_TRACE(mixed ? "mixed" : "double");
+        fmm_opts o;
+        fmm_default_opts(&o);
+        o.order = 7, o.periodic = 1, o.device = FMM_DEVICE_CUDA;
+        o.precision = mixed ? FMM_PRECISION_MIXED : FMM_PRECISION_DOUBLE;
+        fmm_plan *p = nullptr;
+        ASSERT_EQ(fmm_makeplan(&o, box, &p), FMM_OK);
+        std::vector<double> f_ref, f2_ref, f;
+        double e_ref, e2_ref, w_ref[9], w2_ref[9];
+        host(p, xf2, f2_ref, e2_ref, w2_ref);
+        host(p, xf, f_ref, e_ref, w_ref);
+        // the device route on the same plan: the charges of the last host call are reused
+        ASSERT_EQ(
+            cudaMemcpyAsync(d_x, xf.data(), sizeof(float) * 3 * n, cudaMemcpyHostToDevice, st),
+            cudaSuccess);
+        ASSERT_EQ(fmm_cuda_setptsf(p, n, d_x, st), FMM_OK);
+        double e = 0, w[9] = {0};
+        ASSERT_EQ(fmm_cuda_forcesf(p, nullptr, d_f, scale, &e, w, st), FMM_OK);
+        fetch(f);
+        const double tol = mixed ? 1e-6 : 1e-7, etol = mixed ? 1e-7 : 1e-12;
+        EXPECT_LT(rel(f, f_ref), tol);
+        EXPECT_LT(std::fabs(e - e_ref), etol * mag);
+        for (int k = 0; k < 9; ++k) EXPECT_NEAR(w[k], w_ref[k], etol * mag);
+        // the second frame, uploaded on the caller's stream right before the call; no energy: no
+        // wait
+        ASSERT_EQ(
+            cudaMemcpyAsync(d_x, xf2.data(), sizeof(float) * 3 * n, cudaMemcpyHostToDevice, st),
+            cudaSuccess);
+        ASSERT_EQ(fmm_cuda_setptsf(p, n, d_x, st), FMM_OK);
+        ASSERT_EQ(cudaMemsetAsync(d_f, 0xff, sizeof(float) * 3 * n, st),
+                  cudaSuccess); // NaN until written
+        ASSERT_EQ(fmm_cuda_forcesf(p, nullptr, d_f, scale, nullptr, nullptr, st), FMM_OK);
+        fetch(f);
+        EXPECT_LT(rel(f, f2_ref), tol);
+        // new charges through the device route
+        std::vector<float> q2(qf);
+        for (auto &v : q2) v = -v;
+        ASSERT_EQ(fmm_cuda_forcesf(p, q2.data(), d_f, scale, &e, nullptr, st), FMM_OK);
+        fetch(f);
+        EXPECT_LT(rel(f, f2_ref), tol);                   // q E is even in q
+        EXPECT_LT(std::fabs(e - e2_ref), 2 * etol * mag); // mag is the first frame's
+        // a NaN position: reported where the energy is asked for; then a good set works again
+        std::vector<float> bad(xf);
+        bad[3 * 1234 + 2] = NAN;
+        ASSERT_EQ(
+            cudaMemcpyAsync(d_x, bad.data(), sizeof(float) * 3 * n, cudaMemcpyHostToDevice, st),
+            cudaSuccess);
+        ASSERT_EQ(fmm_cuda_setptsf(p, n, d_x, st), FMM_OK);
+        EXPECT_EQ(fmm_cuda_forcesf(p, nullptr, d_f, scale, &e, nullptr, st), FMM_ERR_NONFINITE);
+        ASSERT_EQ(
+            cudaMemcpyAsync(d_x, xf.data(), sizeof(float) * 3 * n, cudaMemcpyHostToDevice, st),
+            cudaSuccess);
+        ASSERT_EQ(fmm_cuda_setptsf(p, n, d_x, st), FMM_OK);
+        ASSERT_EQ(fmm_cuda_forcesf(p, qf.data(), d_f, scale, &e, nullptr, st), FMM_OK);
+        fetch(f);
+        EXPECT_LT(rel(f, f_ref), tol);
+        // what the device route does not take
+        EXPECT_EQ(fmm_cuda_setptsf(p, n, nullptr, st), FMM_ERR_ARG);
+        EXPECT_EQ(fmm_cuda_setptsf(p, 0, d_x, st), FMM_ERR_NPTS);
+        EXPECT_EQ(fmm_cuda_forcesf(p, nullptr, nullptr, scale, nullptr, nullptr, st), FMM_ERR_ARG);
+        fmm_destroy(p);
+    }
+    fmm_opts o;
+    fmm_default_opts(&o);
+    o.device = FMM_DEVICE_CUDA, o.order = 5;
+    fmm_plan *p = nullptr;
+    ASSERT_EQ(fmm_makeplan(&o, nullptr, &p), FMM_OK); // open boundary
+    EXPECT_EQ(fmm_cuda_setptsf(p, n, d_x, st), FMM_ERR_UNSUPPORTED);
+    fmm_destroy(p);
+    cudaStreamDestroy(st);
+    cudaFree(d_x), cudaFree(d_f);
+#endif
+}
+
+// CPU plans have no device memory to take
+TEST(GpuPlan, DeviceResidentCallsOnACpuPlanSayDevice) {
+    fmm_opts o;
+    fmm_default_opts(&o);
+    o.periodic = 1;
+    const double box[3] = {1, 1, 1};
+    fmm_plan *p = nullptr;
+    ASSERT_EQ(fmm_makeplan(&o, box, &p), FMM_OK);
+    float x[3] = {0.5f, 0.5f, 0.5f}, f[3];
+    EXPECT_EQ(fmm_cuda_setptsf(p, 1, x, nullptr), FMM_ERR_DEVICE);
+    EXPECT_EQ(fmm_cuda_forcesf(p, nullptr, f, 1.0, nullptr, nullptr, nullptr), FMM_ERR_DEVICE);
+    fmm_destroy(p);
+}
+
 TEST(GpuPlan, WithoutADeviceSaysSo) {
     if (!no_gpu()) GTEST_SKIP() << "a CUDA device is present";
     fmm_opts o;

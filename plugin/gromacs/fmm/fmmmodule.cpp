@@ -10,6 +10,8 @@
 
 #include "fmmmodule.h"
 
+#include "config.h"
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -54,6 +56,7 @@
 #include "gromacs/utility/stringutil.h"
 
 #include "fmm.h" // the fmm project's C API (include path set by the patched CMakeLists.txt)
+#include "fmmdevice.h"
 
 namespace gmx
 {
@@ -169,6 +172,16 @@ int fmmExecute(fmm_plan* p, const float* q, float* field, double* energy, double
 int fmmExecute(fmm_plan* p, const double* q, double* field, double* energy, double* virial)
 {
     return fmm_execute(p, q, nullptr, field, energy, virial);
+}
+// forces on the device: float only (a double GROMACS has no GPU update)
+int fmmForcesOnDevice(fmm_plan* p, long n, const float* q, const void* d_x, void* d_f, double scale, double* energy, void* stream)
+{
+    int rc = fmm_cuda_setptsf(p, n, static_cast<const float*>(d_x), stream);
+    return rc ? rc : fmm_cuda_forcesf(p, q, static_cast<float*>(d_f), scale, energy, nullptr, stream);
+}
+int fmmForcesOnDevice(fmm_plan*, long, const double*, const void*, void*, double, double*, void*)
+{
+    return FMM_ERR_UNSUPPORTED;
 }
 
 std::string fmmStatusText(int rc)
@@ -501,7 +514,8 @@ public:
         const size_t n = p_.charges_.size();
         q_.resize(n);
         std::copy(p_.charges_.begin(), p_.charges_.end(), q_.data());
-        timing_ = std::getenv("GMX_FMM_TIMING") != nullptr;
+        timing_       = std::getenv("GMX_FMM_TIMING") != nullptr;
+        forcesOnHost_ = std::getenv("GMX_FMM_FORCES_ON_HOST") != nullptr;
         fmm_default_opts(&opts_);
         opts_.tolerance = p_.tolerance_;
         opts_.order     = p_.order_;
@@ -519,6 +533,21 @@ public:
         {
             fmm_destroy(plan_);
         }
+    }
+
+    // with GROMACS's GPU update, the forces go to its device buffer (environment
+    // GMX_FMM_FORCES_ON_HOST: through the host instead, as on every step before; for comparison)
+    bool addsForcesOnDevice() const override
+    {
+        return GMX_GPU_CUDA && !GMX_DOUBLE && p_.device_ == FmmDevice::Cuda && !forcesOnHost_;
+    }
+    DeviceForceTarget deviceForceTarget(const DeviceContext& deviceContext) override
+    {
+        if (device_ == nullptr)
+        {
+            device_ = std::make_unique<FmmDeviceForces>(deviceContext, static_cast<int>(p_.charges_.size()));
+        }
+        return { device_->forces(), device_->forcesReady() };
     }
 
     void calculateForces(const ForceProviderInput& in, ForceProviderOutput* out) override
@@ -540,53 +569,73 @@ public:
         {
             makePlan(l);
         }
-        const auto t0 = std::chrono::steady_clock::now();
-        xyz_.resize(3 * static_cast<size_t>(n));
-        field_.resize(3 * static_cast<size_t>(n));
-        const int nt = opts_.threads;
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int i = 0; i < n; i++)
-        {
-            for (int d = 0; d < DIM; d++)
-            {
-                xyz_[3 * i + d] = in.x_[i][d];
-            }
-        }
-        const auto t1 = std::chrono::steady_clock::now();
-        check(fmmSetpts(plan_, n, xyz_.data()), "fmm_setpts");
-        const auto t2 = std::chrono::steady_clock::now();
-
+        using Clock                 = std::chrono::steady_clock;
+        const auto       t0         = Clock::now();
+        auto             t1 = t0, t2 = t0, t3 = t0;
         ForceWithVirial& fwv        = out->forceWithVirial_;
         const bool       wantVirial = fwv.computeVirial_;
         double           energy     = 0;
         double           w[9]       = { 0 };
+        const double     c          = prefactor_;
         // the charges go to the plan (the device) once; later calls reuse them (q = NULL)
-        check(fmmExecute(plan_, chargesSent_ ? nullptr : q_.data(), field_.data(), &energy, wantVirial ? w : nullptr),
-              "fmm_execute");
-        chargesSent_ = true;
-        const auto t3 = std::chrono::steady_clock::now();
+        const real* q = chargesSent_ ? nullptr : q_.data();
+        if (in.device_ != nullptr)
+        {
+            // coordinates and forces stay on the device: the plan reads GROMACS's coordinates once
+            // they are ready and writes c q E to the buffer that GROMACS's GPU force sum adds
+            // (deviceForceTarget); no copies and no wait unless the energy is asked for
+            GMX_RELEASE_ASSERT(device_ != nullptr && !wantVirial,
+                               "FMM module: device forces on a step without their target or with the virial");
+            device_->waitFor(in.device_->xReadyOnDevice);
+            t1 = t2 = Clock::now();
+            check(fmmForcesOnDevice(plan_, n, q, in.device_->d_x, device_->forces(), c,
+                                  in.device_->computeEnergy ? &energy : nullptr, device_->stream()),
+                  "fmm_cuda_forcesf");
+            device_->markForcesReady();
+            chargesSent_ = true;
+            t3           = Clock::now();
+        }
+        else
+        {
+            xyz_.resize(3 * static_cast<size_t>(n));
+            field_.resize(3 * static_cast<size_t>(n));
+            const int nt = opts_.threads;
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int i = 0; i < n; i++)
+            {
+                for (int d = 0; d < DIM; d++)
+                {
+                    xyz_[3 * i + d] = in.x_[i][d];
+                }
+            }
+            t1 = Clock::now();
+            check(fmmSetpts(plan_, n, xyz_.data()), "fmm_setpts");
+            t2 = Clock::now();
+            check(fmmExecute(plan_, q, field_.data(), &energy, wantVirial ? w : nullptr), "fmm_execute");
+            chargesSent_ = true;
+            t3           = Clock::now();
+
+            // all pairs, periodic, without the excluded pairs (the plan leaves out their minimum
+            // images): forces, energy and virial (GROMACS: Xi = -1/2 sum x (x) f = -W/2)
+            const ArrayRef<RVec> f = fwv.force_;
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int i = 0; i < n; i++)
+            {
+                const double cq = c * p_.charges_[i];
+                for (int d = 0; d < DIM; d++)
+                {
+                    f[i][d] += cq * field_[3 * i + d];
+                }
+            }
+        }
         if (!infoLogged_)
         {
             logPlan();
         }
-
-        // all pairs, periodic, without the excluded pairs (the plan leaves out their minimum
-        // images): forces, energy and virial (GROMACS: Xi = -1/2 sum x (x) f = -W/2)
-        const ArrayRef<RVec> f = fwv.force_;
-        const double         c = prefactor_;
-#pragma omp parallel for num_threads(nt) schedule(static)
-        for (int i = 0; i < n; i++)
-        {
-            const double cq = c * p_.charges_[i];
-            for (int d = 0; d < DIM; d++)
-            {
-                f[i][d] += cq * field_[3 * i + d];
-            }
-        }
         const double e = c * energy;
         if (timing_)
         {
-            const auto   t4  = std::chrono::steady_clock::now();
+            const auto   t4  = Clock::now();
             const double d[] = { std::chrono::duration<double, std::milli>(t1 - t0).count(),
                                  std::chrono::duration<double, std::milli>(t2 - t1).count(),
                                  std::chrono::duration<double, std::milli>(t3 - t2).count(),
@@ -595,12 +644,16 @@ public:
             {
                 timeMs_[k] += d[k];
             }
-            if (++timedCalls_ == 500)
+            deviceCalls_ += in.device_ != nullptr;
+            if (++timedCalls_ == c_timedCalls)
             {
-                log(formatString("FMM module timing, mean of 500 calls (ms): positions %.3f, "
-                                 "fmm_setpts %.3f, fmm_execute %.3f, forces %.3f",
-                                 timeMs_[0] / 500, timeMs_[1] / 500, timeMs_[2] / 500, timeMs_[3] / 500));
-                timedCalls_ = 0;
+                // on the device route fmm_execute is the launch only: the host does not wait
+                log(formatString("FMM module timing, mean of %d calls (ms; %d with forces on the "
+                                 "device): positions %.3f, fmm_setpts %.3f, fmm_execute %.3f, forces %.3f",
+                                 c_timedCalls, deviceCalls_, timeMs_[0] / c_timedCalls,
+                                 timeMs_[1] / c_timedCalls, timeMs_[2] / c_timedCalls,
+                                 timeMs_[3] / c_timedCalls));
+                timedCalls_ = deviceCalls_ = 0;
                 std::fill(std::begin(timeMs_), std::end(timeMs_), 0.0);
             }
         }
@@ -685,8 +738,12 @@ private:
     FmmHostArray<real>   xyz_;
     FmmHostArray<real>   field_;
     FmmHostArray<real>   q_;
-    bool                 timing_     = false; // environment GMX_FMM_TIMING: log where the time goes
-    int                  timedCalls_ = 0;
+    std::unique_ptr<FmmDeviceForces> device_; // forces on the device (deviceForceTarget)
+    static constexpr int c_timedCalls = 100;
+    bool                 forcesOnHost_ = false;
+    bool                 timing_      = false; // environment GMX_FMM_TIMING: log where the time goes
+    int                  timedCalls_  = 0;
+    int                  deviceCalls_ = 0;
     double               timeMs_[4]  = { 0 };
 };
 
