@@ -8,8 +8,8 @@
 #  2. the GROMACS source: gromacs_2022.5.orig.tar.gz from Debian's source package
 #     (`apt-get source --download-only gromacs`, adding a deb-src entry to apt's sources
 #     if there is none), or the file given with --tarball (the device machine has no internet);
-#  3. unpacks it in WORK/src/gromacs-2022.5, applies plugin/gromacs-2022.5-fmm.patch (about 60
-#     lines in 6 core files) and copies plugin/gromacs/fmm/ to src/gromacs/applied_forces/fmm/;
+#  3. unpacks it in WORK/src/gromacs-2022.5, applies plugin/gromacs-2022.5-fmm.patch (about 200
+#     lines in 9 core files) and copies plugin/gromacs/fmm/ to src/gromacs/applied_forces/fmm/;
 #  4. the project's FMM library as a static, position-independent libfmm.a (CPU only, or with
 #     CUDA for --cuda) in WORK/fmmlib-{cpu,cuda};
 #  5. configures GROMACS in WORK/build-{cpu,cuda} (mixed precision, thread-MPI, FFTW3 from
