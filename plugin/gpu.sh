@@ -148,5 +148,14 @@ done
     for f in "$RES"/*_fmm*/md.log; do
         [ -f "$f" ] && echo "- $(basename "$(dirname "$f")"): $(grep -h 'FMM module timing' "$f" | tail -1)"
     done
+    echo
+    echo "Energies (gmx energy over the run, kJ/mol: average, error estimate, RMSD, total drift):"
+    echo
+    for d in "$RES"/*/; do
+        [ -f "$d/md.edr" ] || continue
+        echo "- $(basename "$d"):"
+        (cd "$d" && printf 'Total-Energy\nCoul.-recip.\n\n' | $GMX -quiet energy -f md.edr -o energy.xvg 2>&1 |
+            grep -E '^(Total Energy|Coul. recip.)' | sed 's/^/    /')
+    done
 } > "$RES/gpu_nsday.md"
 cat "$RES/gpu_nsday.md"
