@@ -173,13 +173,16 @@ int fmmExecute(fmm_plan* p, const double* q, double* field, double* energy, doub
 {
     return fmm_execute(p, q, nullptr, field, energy, virial);
 }
-// forces on the device: float only (a double GROMACS has no GPU update)
-int fmmForcesOnDevice(fmm_plan* p, long n, const float* q, const void* d_x, void* d_f, double scale, double* energy, void* stream)
+// positions and forces on the device: float only (a double GROMACS has no GPU update)
+int fmmSetptsOnDevice(fmm_plan* p, long n, const void* d_x, void* stream)
 {
-    int rc = fmm_cuda_setptsf(p, n, static_cast<const float*>(d_x), stream);
-    return rc ? rc : fmm_cuda_forcesf(p, q, static_cast<float*>(d_f), scale, energy, nullptr, stream);
+    return fmm_cuda_setptsf(p, n, static_cast<const float*>(d_x), stream);
 }
-int fmmForcesOnDevice(fmm_plan*, long, const double*, const void*, void*, double, double*, void*)
+int fmmExecuteOnDevice(fmm_plan* p, const float* q, void* d_f, double scale, double* energy, void* stream)
+{
+    return fmm_cuda_forcesf(p, q, static_cast<float*>(d_f), scale, energy, nullptr, stream);
+}
+int fmmExecuteOnDevice(fmm_plan*, const double*, void*, double, double*, void*)
 {
     return FMM_ERR_UNSUPPORTED;
 }
@@ -550,25 +553,31 @@ public:
         return { device_->forces(), device_->forcesReady() };
     }
 
+    // search steps: the forces on the GPU while GROMACS searches pairs on the host (from the host
+    // coordinates, valid then); the later calculateForces() of the step has nothing left to do
+    void calculateDeviceForcesEarly(const ForceProviderInput& in) override
+    {
+        if (device_ == nullptr)
+        {
+            return; // no force target yet: calculateForces() computes them
+        }
+        const int n = preparePlan(in);
+        check(fmmSetpts(plan_, n, in.x_[0].as_vec()), "fmm_setpts");
+        check(fmmExecuteOnDevice(plan_, chargesSent_ ? nullptr : q_.data(), device_->forces(), prefactor_,
+                                 nullptr, device_->stream()),
+              "fmm_cuda_forcesf");
+        device_->markForcesReady();
+        chargesSent_ = true;
+        earlyStep_   = in.step_;
+    }
+
     void calculateForces(const ForceProviderInput& in, ForceProviderOutput* out) override
     {
-        const int n = in.homenr_;
-        if (static_cast<size_t>(n) != p_.charges_.size())
+        if (in.device_ != nullptr && in.step_ == earlyStep_)
         {
-            GMX_THROW(InternalError(formatString("FMM module: %d home atoms but %zu charges in the tpr",
-                                                 n, p_.charges_.size())));
+            return;
         }
-        const double l = in.box_[XX][XX];
-        if (in.box_[YY][YY] != in.box_[XX][XX] || in.box_[ZZ][ZZ] != in.box_[XX][XX])
-        {
-            GMX_THROW(InconsistentInputError(formatString(
-                    "FMM module: the box is no longer cubic (%g %g %g nm)", in.box_[XX][XX],
-                    in.box_[YY][YY], in.box_[ZZ][ZZ])));
-        }
-        if (plan_ == nullptr || l != planEdge_)
-        {
-            makePlan(l);
-        }
+        const int n = preparePlan(in);
         using Clock                 = std::chrono::steady_clock;
         const auto       t0         = Clock::now();
         auto             t1 = t0, t2 = t0, t3 = t0;
@@ -588,8 +597,9 @@ public:
                                "FMM module: device forces on a step without their target or with the virial");
             device_->waitFor(in.device_->xReadyOnDevice);
             t1 = t2 = Clock::now();
-            check(fmmForcesOnDevice(plan_, n, q, in.device_->d_x, device_->forces(), c,
-                                  in.device_->computeEnergy ? &energy : nullptr, device_->stream()),
+            check(fmmSetptsOnDevice(plan_, n, in.device_->d_x, device_->stream()), "fmm_cuda_setptsf");
+            check(fmmExecuteOnDevice(plan_, q, device_->forces(), c,
+                                     in.device_->computeEnergy ? &energy : nullptr, device_->stream()),
                   "fmm_cuda_forcesf");
             device_->markForcesReady();
             chargesSent_ = true;
@@ -673,6 +683,28 @@ public:
     }
 
 private:
+    //! Checks the step's atoms and box against the plan's (made anew when the box edge changed); returns n
+    int preparePlan(const ForceProviderInput& in)
+    {
+        const int n = in.homenr_;
+        if (static_cast<size_t>(n) != p_.charges_.size())
+        {
+            GMX_THROW(InternalError(formatString("FMM module: %d home atoms but %zu charges in the tpr",
+                                                 n, p_.charges_.size())));
+        }
+        const double l = in.box_[XX][XX];
+        if (in.box_[YY][YY] != in.box_[XX][XX] || in.box_[ZZ][ZZ] != in.box_[XX][XX])
+        {
+            GMX_THROW(InconsistentInputError(formatString(
+                    "FMM module: the box is no longer cubic (%g %g %g nm)", in.box_[XX][XX],
+                    in.box_[YY][YY], in.box_[ZZ][ZZ])));
+        }
+        if (plan_ == nullptr || l != planEdge_)
+        {
+            makePlan(l);
+        }
+        return n;
+    }
     void makePlan(double l)
     {
         if (plan_ != nullptr)
@@ -741,6 +773,7 @@ private:
     std::unique_ptr<FmmDeviceForces> device_; // forces on the device (deviceForceTarget)
     static constexpr int c_timedCalls = 100;
     bool                 forcesOnHost_ = false;
+    int64_t              earlyStep_    = -1; // the search step whose forces calculateDeviceForcesEarly() made
     bool                 timing_      = false; // environment GMX_FMM_TIMING: log where the time goes
     int                  timedCalls_  = 0;
     int                  deviceCalls_ = 0;
