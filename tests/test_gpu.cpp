@@ -47,6 +47,16 @@ int run(int device, const std::vector<double> &xyz, const std::vector<double> &q
     return rc;
 }
 
+// a CUDA plan for a periodic box at order 7, double or mixed precision (NULL if it fails)
+fmm_plan *periodic_p7_plan(int mixed, const double *box) {
+    fmm_opts o;
+    fmm_default_opts(&o);
+    o.order = 7, o.periodic = 1, o.device = FMM_DEVICE_CUDA;
+    o.precision = mixed ? FMM_PRECISION_MIXED : FMM_PRECISION_DOUBLE;
+    fmm_plan *p = nullptr;
+    return fmm_makeplan(&o, box, &p) == FMM_OK ? p : nullptr;
+}
+
 double rel(const std::vector<double> &a, const std::vector<double> &b) {
     double e = 0, m = 0;
     for (size_t i = 0; i < a.size(); ++i) e += (a[i] - b[i]) * (a[i] - b[i]), m += b[i] * b[i];
@@ -389,12 +399,8 @@ TEST(GpuPlan, SinglePrecisionEntryPointsMatchDouble) {
     const long n = (long)q.size();
     for (int mixed : {0, 1}) {
         SCOPED_TRACE(mixed ? "mixed" : "double");
-        fmm_opts o;
-        fmm_default_opts(&o);
-        o.order = 7, o.periodic = 1, o.device = FMM_DEVICE_CUDA;
-        o.precision = mixed ? FMM_PRECISION_MIXED : FMM_PRECISION_DOUBLE;
-        fmm_plan *p = nullptr;
-        ASSERT_EQ(fmm_makeplan(&o, box, &p), FMM_OK);
+        fmm_plan *p = periodic_p7_plan(mixed, box);
+        ASSERT_NE(p, nullptr);
         Out d;
         d.phi.resize(n), d.field.resize(3 * n);
         ASSERT_EQ(fmm_setpts(p, n, xyz.data()), FMM_OK);
@@ -549,12 +555,8 @@ TEST(GpuPlan, DeviceResidentPositionsAndForcesMatchHostCalls) {
     };
     for (int mixed : {0, 1}) {
         SCOPED_TRACE(mixed ? "mixed" : "double");
-        fmm_opts o;
-        fmm_default_opts(&o);
-        o.order = 7, o.periodic = 1, o.device = FMM_DEVICE_CUDA;
-        o.precision = mixed ? FMM_PRECISION_MIXED : FMM_PRECISION_DOUBLE;
-        fmm_plan *p = nullptr;
-        ASSERT_EQ(fmm_makeplan(&o, box, &p), FMM_OK);
+        fmm_plan *p = periodic_p7_plan(mixed, box);
+        ASSERT_NE(p, nullptr);
         std::vector<double> f_ref, f2_ref, f;
         double e_ref, e2_ref, w_ref[9], w2_ref[9];
         host(p, xf2, f2_ref, e2_ref, w2_ref);
