@@ -74,10 +74,15 @@ void random_set(std::mt19937_64 &g, long n, double L, double net, std::vector<do
     for (auto &v : q) v += (net - s) / n;
 }
 
-void expect_same(const Out &gpu, const Out &cpu, double tol) {
+// The energy is compared on the scale of its terms, 1/2 sum |q_i phi_i|: random charges cancel
+// (a neutral set of 6000 in a periodic box: |U| 5.7, the GPU 6.4e-12 off, 1.1e-12 of |U|), and
+// the GPU sums in an order that changes from run to run (the atomics of its binning).
+void expect_same(const Out &gpu, const Out &cpu, const std::vector<double> &q, double tol) {
     EXPECT_LT(rel(gpu.phi, cpu.phi), tol);
     EXPECT_LT(rel(gpu.field, cpu.field), tol);
-    EXPECT_LT(std::fabs(gpu.energy - cpu.energy), tol * std::fabs(cpu.energy));
+    double mag = 0;
+    for (size_t i = 0; i < q.size(); ++i) mag += 0.5 * std::fabs(q[i] * cpu.phi[i]);
+    EXPECT_LT(std::fabs(gpu.energy - cpu.energy), tol * mag);
 }
 
 }  // namespace
@@ -98,7 +103,7 @@ TEST(GpuOpen, MatchesCpuAtSameOrderAndDepth) {
             Out c, d;
             ASSERT_EQ(run(FMM_DEVICE_CPU, xyz, q, o, nullptr, c, true), FMM_OK);
             ASSERT_EQ(run(FMM_DEVICE_CUDA, xyz, q, o, nullptr, d, true), FMM_OK);
-            expect_same(d, c, 1e-12);
+            expect_same(d, c, q, 1e-12);
             double vn = 0, vd = 0;
             for (int k = 0; k < 9; ++k) vn += c.virial[k] * c.virial[k], vd += std::pow(d.virial[k] - c.virial[k], 2);
             EXPECT_LT(std::sqrt(vd / vn), 1e-12);
@@ -143,7 +148,7 @@ TEST(GpuPeriodic, MatchesCpuNeutralAndCharged) {
                 Out c, d;
                 ASSERT_EQ(run(FMM_DEVICE_CPU, xyz, q, o, box, c, true), FMM_OK);
                 ASSERT_EQ(run(FMM_DEVICE_CUDA, xyz, q, o, box, d, true), FMM_OK);
-                expect_same(d, c, 1e-12);
+                expect_same(d, c, q, 1e-12);
                 double vn = 0, vd = 0;
                 for (int k = 0; k < 9; ++k) vn += c.virial[k] * c.virial[k], vd += std::pow(d.virial[k] - c.virial[k], 2);
                 // the virial sums terms ~100x larger than itself (F.Y and image-force parts
@@ -170,7 +175,7 @@ TEST(GpuPeriodic, ClusteredDropletMatchesCpu) {
         Out c, d;
         ASSERT_EQ(run(FMM_DEVICE_CPU, xyz, q, o, box, c, true), FMM_OK);
         ASSERT_EQ(run(FMM_DEVICE_CUDA, xyz, q, o, box, d, true), FMM_OK);
-        expect_same(d, c, 1e-12);
+        expect_same(d, c, q, 1e-12);
         double vn = 0, vd = 0;
         for (int k = 0; k < 9; ++k) vn += c.virial[k] * c.virial[k], vd += std::pow(d.virial[k] - c.virial[k], 2);
         EXPECT_LT(std::sqrt(vd / vn), 1e-10);
