@@ -90,6 +90,7 @@ struct fmm_gpu {
     cudaEvent_t fork, join, fork2, join2, t0, t1, forkl, joinl[11];
     cudaEvent_t cin, cout;   /* device-resident calls: the caller's stream -> s0 and back */
     int *bad;                /* device-resident positions: set where one is not finite */
+    int dev_pts; /* the current positions came from the device (the host never checked them) */
     double geom_host[G_N];   /* what g->geom holds */
     cudaGraphExec_t exec[2]; /* [virial]: plain, and gathering the periodic image forces */
     int graph_n[2], graph_depth[2], graph_excl[2];
@@ -858,6 +859,7 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int src, cons
     cudaGraphExec_t ex;
     TRY(graph_for(g, 0, &ex));
     const int dev = src == FMM_GPU_DEVICE_F32;
+    g->dev_pts = dev;
     if (dev) TRY(caller_to_plan(g, (cudaStream_t)stream));
     if (memcmp(geom, g->geom_host,
                sizeof geom)) { /* the stack array is staged before this returns */
@@ -935,7 +937,7 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
     int bad = 0;
     if (parts) CU(cudaMemcpyAsync(parts->wroot, g->W, sizeof(double) * g->nc, cudaMemcpyDeviceToHost, g->s0));
     CU(cudaMemcpyAsync(red, g->red, sizeof red, cudaMemcpyDeviceToHost, g->s0));
-    if (dev) CU(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, g->s0));
+    if (g->dev_pts) CU(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, g->s0));
     CU(cudaStreamSynchronize(g->s0));
     if (bad) return FMM_ERR_NONFINITE;
     if (e->energy) *e->energy = red[RED_ENERGY];

@@ -40,7 +40,7 @@ void fmm_gpu_destroy(fmm_gpu *g);
  * (periodic: lo = 0, side = L, positions are wrapped on the device): on the host, checked finite,
  * double or float; or float on the device (the caller's memory, read in order after the work the
  * caller queued on `stream`, a cudaStream_t; not waited for, and a non-finite one is reported by
- * the next execute that waits). */
+ * every execute that waits, until positions come from the host again). */
 enum { FMM_GPU_HOST_F64, FMM_GPU_HOST_F32, FMM_GPU_DEVICE_F32 };
 int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int src, const double lo[3], double side,
                    int depth, void *stream);

@@ -144,9 +144,10 @@ int fmm_executef(fmm_plan *plan, const float *q, float *phi, float *field, doubl
  * caller queued on `stream` before the call, and what it queues there afterwards starts after the
  * plan's work, so the caller orders its own kernels by its stream alone; d_xyz may change once
  * the work queued after fmm_cuda_setptsf has begun.
- * fmm_cuda_setptsf: as fmm_setptsf, but the coordinates are not seen by the host: a non-finite one
- *   makes the next fmm_cuda_forcesf that reports energy or virial return FMM_ERR_NONFINITE (the
- *   forces of such a set are not finite either). Open boundaries: FMM_ERR_UNSUPPORTED (their
+ * fmm_cuda_setptsf: as fmm_setptsf, but the coordinates are not seen by the host: with a
+ *   non-finite one, every later call on these positions that waits for the device (fmm_execute,
+ *   fmm_executef, fmm_cuda_forcesf asked for energy or virial) returns FMM_ERR_NONFINITE, and the
+ *   forces of such a set are not finite either. Open boundaries: FMM_ERR_UNSUPPORTED (their
  *   bounding box and box check need the positions on the host). CPU plans: FMM_ERR_DEVICE.
  * fmm_cuda_forcesf: d_force[3i + a] = scale q_i E_i,a (the Coulomb force with the caller's unit
  *   prefactor in scale; overwritten), q as for fmm_executef (host, NULL reuses the kept charges).

@@ -604,6 +604,13 @@ TEST(GpuPlan, DeviceResidentPositionsAndForcesMatchHostCalls) {
             cudaSuccess);
         ASSERT_EQ(fmm_cuda_setptsf(p, n, d_x, st), FMM_OK);
         EXPECT_EQ(fmm_cuda_forcesf(p, nullptr, d_f, scale, &e, nullptr, st), FMM_ERR_NONFINITE);
+        std::vector<float> field(3 * n); // the host entry points see the same positions
+        EXPECT_EQ(fmm_executef(p, nullptr, nullptr, field.data(), &e, nullptr), FMM_ERR_NONFINITE);
+        // finite positions from the host: that report is gone, forces still go to the device
+        ASSERT_EQ(fmm_setptsf(p, n, xf2.data()), FMM_OK);
+        ASSERT_EQ(fmm_cuda_forcesf(p, nullptr, d_f, scale, &e, nullptr, st), FMM_OK);
+        fetch(f);
+        EXPECT_LT(rel(f, f2_ref), tol);
         ASSERT_EQ(
             cudaMemcpyAsync(d_x, xf.data(), sizeof(float) * 3 * n, cudaMemcpyHostToDevice, st),
             cudaSuccess);

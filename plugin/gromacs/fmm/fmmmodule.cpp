@@ -575,7 +575,7 @@ public:
     {
         if (in.device_ != nullptr && in.step_ == earlyStep_)
         {
-            return;
+            return; // started before the search (GMX_FMM_TIMING does not count these steps)
         }
         const int n = preparePlan(in);
         using Clock                 = std::chrono::steady_clock;
