@@ -179,6 +179,23 @@ __global__ void k_place(long n, long nleaf, int depth, const unsigned *__restric
     }
 }
 
+/* the pairs of one target with cnt staged sources (a multiple of U); CHECK: a source may sit
+ * on the target (r = 0, left out) */
+template <typename R, int U, bool CHECK>
+__device__ __forceinline__ void p2p_pairs(const p2p_rec<R> *src, int cnt, R tx, R ty, R tz, R &gp, R &gx, R &gy,
+                                          R &gz) {
+#pragma unroll(U == 1 ? 4 : 1)
+    for (int k0 = 0; k0 < cnt; k0 += U)
+#pragma unroll
+        for (int k = k0; k < k0 + U; ++k) {
+            const R dx = tx - src[k].x, dy = ty - src[k].y, dz = tz - src[k].z;
+            const R r2 = dx * dx + dy * dy + dz * dz;
+            const R rinv = CHECK ? (r2 > R(0) ? rsqrt(r2) : R(0)) : rsqrt(r2);
+            const R qr = src[k].q * rinv, qr3 = qr * rinv * rinv;
+            gp += qr, gx += qr3 * dx, gy += qr3 * dy, gz += qr3 * dz;
+        }
+}
+
 /* One block of NW warps per chunk of 32 target particles of a leaf (chunk_leaf: the chunk's leaf;
  * chunk_end: the inclusive sum of the leaves' chunk counts; blocks past the last chunk return),
  * so that a crowded leaf (a droplet in a large box) spreads over many blocks instead of looping
@@ -226,23 +243,22 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
         const int b = cs[sl], e = ce[sl];
         /* Double: the inner loop runs in unrolled steps of 8 over sources padded with zero
          * charges (far enough that r2 stays positive and finite): P2P 12-15% faster on water
-         * (H100, 24k..1M). Float: step 1; its P2P is bound by the arithmetic pipes (ncu: 86%
-         * busy, 25 of 32 lanes active), so the padded pairs made it up to 11% slower. */
+         * (H100, 24k..1M). Float: no padding (its P2P is bound by the arithmetic pipes, ncu: 86%
+         * busy, 25 of 32 lanes active; padded pairs made it up to 11% slower), unrolled by 4 with
+         * a remainder. Only the target's own leaf holds a pair at r = 0 (the target itself;
+         * coincident charges are refused by fmm_setpts), so only there is r2 tested. */
         constexpr int U = sizeof(R) == 8 ? 8 : 1;
+        const bool own = nb == 13;
         for (int sb = b; sb < e; sb += 32) {
             const int j = sb + lane, cnt = (min(32, e - sb) + U - 1) / U * U;
             __syncwarp();
             src[lane] = j < e ? pk[j] : p2p_rec<R>{R(1e3), R(1e3), R(1e3), R(0)};
             __syncwarp();
-            if (ok)
-                for (int k0 = 0; k0 < cnt; k0 += U)
-#pragma unroll
-                    for (int k = k0; k < k0 + U; ++k) {
-                        const R dx = tx - src[k].x, dy = ty - src[k].y, dz = tz - src[k].z;
-                        const R r2 = dx * dx + dy * dy + dz * dz;
-                        const R rinv = r2 > R(0) ? rsqrt(r2) : R(0), qr = src[k].q * rinv, qr3 = qr * rinv * rinv;
-                        gp += qr, gx += qr3 * dx, gy += qr3 * dy, gz += qr3 * dz;
-                    }
+            if (!ok) continue;
+            if (own)
+                p2p_pairs<R, U, true>(src, cnt, tx, ty, tz, gp, gx, gy, gz);
+            else
+                p2p_pairs<R, U, false>(src, cnt, tx, ty, tz, gp, gx, gy, gz);
         }
         pt += gp, fx += gx, fy += gy, fz += gz;
         if (fshift && code != 13) {
