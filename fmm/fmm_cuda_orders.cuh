@@ -119,12 +119,15 @@ __global__ void __launch_bounds__(128) k_p2m(const double *__restrict__ x, const
     for (int k = lane; k < NC; k += 32) W[c * NC + k] = acc[k];
 }
 
-/* one warp per leaf: far-field potential and field of the leaf's local expansion */
+/* one warp per leaf: far-field potential and field of the leaf's local expansion. Up to p 10 at
+ * most 168 registers (3 blocks per SM): at p 7 it took 250, 2 blocks per SM, and ran 129 us for
+ * 1M particles against 111 us capped (H100; a cap of 128 registers spilled: 148 us) */
 template <int P>
-__global__ void __launch_bounds__(128) k_l2p(const double *__restrict__ x, const double *__restrict__ y,
-                                             const double *__restrict__ z, const int *__restrict__ cs,
-                                             const int *__restrict__ ce, int depth, const double *__restrict__ geom,
-                                             const double *__restrict__ U, long n, double *__restrict__ far) {
+__global__ void __launch_bounds__(128, P <= 10 ? 3 : 1)
+    k_l2p(const double *__restrict__ x, const double *__restrict__ y, const double *__restrict__ z,
+          const int *__restrict__ cs, const int *__restrict__ ce, int depth,
+          const double *__restrict__ geom, const double *__restrict__ U, long n,
+          double *__restrict__ far) {
     constexpr int NC = hd_ncoef(P);
     __shared__ double u_all[4][NC];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
