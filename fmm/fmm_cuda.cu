@@ -222,21 +222,19 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
                                                  double *__restrict__ near, double *__restrict__ fshift) {
     __shared__ p2p_rec<R> src_all[NW][32];
     __shared__ double part[NW][4][32];
+    /* the 27 neighbours, found once per block: source range (empty where an open boundary has no
+       neighbour), image code, offset of the source leaf's centre from the target leaf's */
+    __shared__ int nb_b[27], nb_e[27], nb_code[27];
+    __shared__ R nb_off[27][3];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int s = 1 << depth;
     const long nleaf = (long)s * s * s, item = blockIdx.x;
     if (item >= chunk_end[nleaf - 1]) return; /* the whole block */
     const long t = chunk_leaf[item];
-    const int tix[3] = {(int)(t % s), (int)(t / s % s), (int)(t / ((long)s * s))};
     const R h = (R)(geom[G_SIDE] / s);
-    p2p_rec<R> *src = src_all[warp];
-    const int te = ce[t];
-    const int tb = cs[t] + 32 * (int)(item - (t ? chunk_end[t - 1] : 0));
-    const int i = tb + lane;
-    const bool ok = i < te;
-    const p2p_rec<R> pi = ok ? pk[i] : p2p_rec<R>{0, 0, 0, 0};
-    R pt = 0, fx = 0, fy = 0, fz = 0;
-    for (int nb = warp; nb < 27; nb += NW) {
+    if (threadIdx.x < 27) {
+        const int nb = threadIdx.x,
+                  tix[3] = {(int)(t % s), (int)(t / s % s), (int)(t / ((long)s * s))};
         const int a[3] = {nb % 3 - 1, nb / 3 % 3 - 1, nb / 9 - 1};
         int c[3], code = 0;
         bool skip = false;
@@ -245,13 +243,25 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
             const int img = c[d] < 0 ? -1 : (c[d] >= s ? 1 : 0);
             if (img && !periodic) skip = true;
             c[d] -= img * s, code += mul * (img + 1);
+            nb_off[nb][d] = a[d] * h;
         }
-        if (skip) continue;
-        /* target relative to the source leaf's centre */
-        const R tx = pi.x - a[0] * h, ty = pi.y - a[1] * h, tz = pi.z - a[2] * h;
-        R gp = 0, gx = 0, gy = 0, gz = 0;
         const long sl = c[0] + (long)s * (c[1] + (long)s * c[2]);
-        const int b = cs[sl], e = ce[sl];
+        nb_b[nb] = skip ? 0 : cs[sl], nb_e[nb] = skip ? 0 : ce[sl], nb_code[nb] = code;
+    }
+    __syncthreads();
+    p2p_rec<R> *src = src_all[warp];
+    const int te = ce[t];
+    const int tb = cs[t] + 32 * (int)(item - (t ? chunk_end[t - 1] : 0));
+    const int i = tb + lane;
+    const bool ok = i < te;
+    const p2p_rec<R> pi = ok ? pk[i] : p2p_rec<R>{0, 0, 0, 0};
+    R pt = 0, fx = 0, fy = 0, fz = 0;
+    for (int nb = warp; nb < 27; nb += NW) {
+        const int b = nb_b[nb], e = nb_e[nb], code = nb_code[nb];
+        if (b == e) continue;
+        /* target relative to the source leaf's centre */
+        const R tx = pi.x - nb_off[nb][0], ty = pi.y - nb_off[nb][1], tz = pi.z - nb_off[nb][2];
+        R gp = 0, gx = 0, gy = 0, gz = 0;
         /* Double: the inner loop runs in unrolled steps of 8 over sources padded with zero
          * charges (far enough that r2 stays positive and finite): P2P 12-15% faster on water
          * (H100, 24k..1M). Float: no padding (its P2P is bound by the arithmetic pipes, ncu: 86%
