@@ -190,21 +190,31 @@ __device__ __forceinline__ double pair_rsqrt(double r2) {
     return rsqrt(r2);
 }
 
-/* the pairs of one target with cnt staged sources (a multiple of U); CHECK: a source may sit
- * on the target (r = 0, left out) */
+/* one pair: potential and field at the target of source s; CHECK: s may sit on the target
+ * (r = 0, left out) */
+template <typename R, bool CHECK>
+__device__ __forceinline__ void p2p_pair(const p2p_rec<R> &s, R tx, R ty, R tz, R &gp, R &gx, R &gy,
+                                         R &gz) {
+    const R dx = tx - s.x, dy = ty - s.y, dz = tz - s.z;
+    const R r2 = dx * dx + dy * dy + dz * dz;
+    const R rinv = CHECK ? (r2 > R(0) ? pair_rsqrt(r2) : R(0)) : pair_rsqrt(r2);
+    const R qr = s.q * rinv, qr3 = qr * rinv * rinv;
+    gp += qr, gx += qr3 * dx, gy += qr3 * dy, gz += qr3 * dz;
+}
+
+/* the pairs of one target with the staged sources k0, k0 + W, .. below cnt (cnt a multiple of
+ * U; W = 1: all of them, unrolled) */
 template <typename R, int U, bool CHECK>
-__device__ __forceinline__ void p2p_pairs(const p2p_rec<R> *src, int cnt, R tx, R ty, R tz, R &gp, R &gx, R &gy,
-                                          R &gz) {
+__device__ __forceinline__ void p2p_pairs(const p2p_rec<R> *src, int k0, int cnt, int W, R tx, R ty,
+                                          R tz, R &gp, R &gx, R &gy, R &gz) {
+    if (W > 1) {
+        for (int k = k0; k < cnt; k += W) p2p_pair<R, CHECK>(src[k], tx, ty, tz, gp, gx, gy, gz);
+        return;
+    }
 #pragma unroll(U == 1 ? 4 : 1)
     for (int k0 = 0; k0 < cnt; k0 += U)
 #pragma unroll
-        for (int k = k0; k < k0 + U; ++k) {
-            const R dx = tx - src[k].x, dy = ty - src[k].y, dz = tz - src[k].z;
-            const R r2 = dx * dx + dy * dy + dz * dz;
-            const R rinv = CHECK ? (r2 > R(0) ? pair_rsqrt(r2) : R(0)) : pair_rsqrt(r2);
-            const R qr = src[k].q * rinv, qr3 = qr * rinv * rinv;
-            gp += qr, gx += qr3 * dx, gy += qr3 * dy, gz += qr3 * dz;
-        }
+        for (int k = k0; k < k0 + U; ++k) p2p_pair<R, CHECK>(src[k], tx, ty, tz, gp, gx, gy, gz);
 }
 
 /* One block of NW warps per chunk of 32 target particles of a leaf (chunk_leaf: the chunk's leaf;
@@ -212,8 +222,12 @@ __device__ __forceinline__ void p2p_pairs(const p2p_rec<R> *src, int cnt, R tx, 
  * so that a crowded leaf (a droplet in a large box) spreads over many blocks instead of looping
  * in one. Warp w takes the
  * neighbours w, w + NW, ... of the 27 (NW x more parallel work: a 24k box has only 512 leaves),
- * the warps' sums are added in a fixed order (deterministic). Virial: the total force of each
- * periodic image's sources on the cell goes to fshift[27][3]. */
+ * the warps' sums are added in a fixed order (deterministic). A chunk of r <= 16 targets (the
+ * rest of a leaf beyond its full chunks, or a small leaf) gives each target W = 32 / r' lanes
+ * (r' the power of 2 >= r), which split the sources and add their sums by shuffles in a fixed
+ * order: a leaf of 36 atoms used to take two full passes over its neighbours, one of them for
+ * 4 targets on 4 of the 32 lanes. Virial: the total force of each periodic image's sources on the
+ * cell goes to fshift[27][3]. */
 template <typename R, int NW>
 __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ pk, const int *__restrict__ cs,
                                                  const int *__restrict__ ce, const int *__restrict__ chunk_end,
@@ -250,10 +264,11 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
     }
     __syncthreads();
     p2p_rec<R> *src = src_all[warp];
-    const int te = ce[t];
-    const int tb = cs[t] + 32 * (int)(item - (t ? chunk_end[t - 1] : 0));
-    const int i = tb + lane;
-    const bool ok = i < te;
+    const int tb = cs[t] + 32 * (int)(item - (t ? chunk_end[t - 1] : 0)), r = min(32, ce[t] - tb);
+    int W = 32; /* lanes per target */
+    while (W > 1 && r > 32 / W) W >>= 1;
+    const int sub = lane & (W - 1), i = tb + lane / W;
+    const bool ok = lane / W < r;
     const p2p_rec<R> pi = ok ? pk[i] : p2p_rec<R>{0, 0, 0, 0};
     R pt = 0, fx = 0, fy = 0, fz = 0;
     for (int nb = warp; nb < 27; nb += NW) {
@@ -277,9 +292,9 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
             __syncwarp();
             if (!ok) continue;
             if (own)
-                p2p_pairs<R, U, true>(src, cnt, tx, ty, tz, gp, gx, gy, gz);
+                p2p_pairs<R, U, true>(src, sub, cnt, W, tx, ty, tz, gp, gx, gy, gz);
             else
-                p2p_pairs<R, U, false>(src, cnt, tx, ty, tz, gp, gx, gy, gz);
+                p2p_pairs<R, U, false>(src, sub, cnt, W, tx, ty, tz, gp, gx, gy, gz);
         }
         pt += gp, fx += gx, fy += gy, fz += gz;
         if (fshift && code != 13) {
@@ -288,9 +303,13 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
             warp_add(fshift + 3 * code + 2, (double)(pi.q * gz));
         }
     }
+    for (int o = 1; o < W; o <<= 1) { /* the W lanes of a target: every one gets their sum */
+        pt += __shfl_xor_sync(0xffffffffu, pt, o), fx += __shfl_xor_sync(0xffffffffu, fx, o);
+        fy += __shfl_xor_sync(0xffffffffu, fy, o), fz += __shfl_xor_sync(0xffffffffu, fz, o);
+    }
     part[warp][0][lane] = pt, part[warp][1][lane] = fx, part[warp][2][lane] = fy, part[warp][3][lane] = fz;
     __syncthreads();
-    if (warp == 0 && ok)
+    if (warp == 0 && ok && sub == 0)
         for (int k = 0; k < 4; ++k) {
             double v = 0.0;
 #pragma unroll
