@@ -282,7 +282,9 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
          * (H100, 24k..1M). Float: no padding (its P2P is bound by the arithmetic pipes, ncu: 86%
          * busy, 25 of 32 lanes active; padded pairs made it up to 11% slower), unrolled by 4 with
          * a remainder. Only the target's own leaf holds a pair at r = 0 (the target itself;
-         * coincident charges are refused by fmm_setpts), so only there is r2 tested. */
+         * coincident charges get equal keys, and fmm_setpts refuses them), so only there is r2
+         * tested. (In float, two charges of neighbouring leaves closer than ~1e-7 h would round
+         * to r = 0 and give inf: README, mixed mode.) */
         constexpr int U = sizeof(R) == 8 ? 8 : 1;
         const bool own = nb == 13;
         for (int sb = b; sb < e; sb += 32) {
