@@ -15,6 +15,7 @@
 #include "fmm/fmm_cuda.h"
 #include "m2l/m2l_cpu.h"
 #include "m2l/operators.h"
+#include "pbc/cluster.h"
 #include "pbc/lattice.h"
 
 struct fmm_plan {
@@ -34,6 +35,10 @@ struct fmm_plan {
     int virial;        /* this evaluation also gathers the forces per periodic image */
     double fshift[81]; /* [27][3] total force on the cell from the sources of each image */
     double *bg;        /* periodic: multipole of a unit charge spread over the unit cube */
+    double *near_op;   /* periodic: the 26 nearest images as one root M2L, [ncoef][ncoef] */
+    int compact;       /* CPU, periodic, one leaf: the cell is centred on compact charges and the
+                          26 nearest images act through near_op (pbc/cluster.h) */
+    int compact_hint;  /* CUDA plans: compact on the last look (-1: not looked yet) */
     int have_pts;
     octree tree;
     double *W, *U;                 /* [nbox][npad] scaled multipoles and locals */
@@ -99,7 +104,7 @@ void fmm_destroy(fmm_plan *P) {
     fmm_gpu_destroy(P->gpu);
 #endif
     m2l_operators_free(&P->ops);
-    free(P->tr_mem), free(P->zoff), free(P->lattice), free(P->bg), free(P->vtab);
+    free(P->tr_mem), free(P->zoff), free(P->lattice), free(P->bg), free(P->near_op), free(P->vtab);
     free(P);
 }
 
@@ -163,12 +168,19 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
         return FMM_ERR_NOMEM;
     }
     P->npad = P->ops.npad;
+    P->compact_hint = -1;
     if (opts->periodic) {
         int ng = harm_ncoef(2 * P->p);
         double *are = malloc(sizeof(double) * ng), *aim = malloc(sizeof(double) * ng);
         P->lattice = malloc(sizeof(double) * nn);
+        P->near_op = malloc(sizeof(double) * nn);
         P->bg = malloc(sizeof(double) * P->ncoef);
-        int bad = !are || !aim || !P->lattice || !P->bg || pbc_lattice_sums(2 * P->p, are, aim);
+        int bad = !are || !aim || !P->lattice || !P->near_op || !P->bg ||
+                  pbc_near_sums(2 * P->p, are, aim);
+        if (!bad) {
+            harm_m2l_matrix_table(P->p, are, aim, P->near_op);
+            bad = pbc_lattice_sums(2 * P->p, are, aim);
+        }
         if (!bad) {
             harm_m2l_matrix_table(P->p, are, aim, P->lattice);
             pbc_background_multipole(P->p, P->bg);
@@ -186,8 +198,14 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
             fmm_destroy(P);
             return FMM_ERR_TOLERANCE;
         }
-        const fmm_gpu_setup gs = {P->p,     opts->periodic, opts->boundary == FMM_BOUNDARY_TINFOIL,
-                                  opts->precision == FMM_PRECISION_MIXED, &P->ops, P->lattice, P->bg};
+        const fmm_gpu_setup gs = {P->p,
+                                  opts->periodic,
+                                  opts->boundary == FMM_BOUNDARY_TINFOIL,
+                                  opts->precision == FMM_PRECISION_MIXED,
+                                  &P->ops,
+                                  P->lattice,
+                                  P->near_op,
+                                  P->bg};
         int grc = fmm_gpu_create(&gs, &P->gpu);
         if (grc) {
             fmm_destroy(P);
@@ -199,10 +217,42 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
     return FMM_OK;
 }
 
+/* Centre c of a periodic cell of side L on the charges (pbc/cluster.h; movable: else the box's
+ * own centre L/2), and whether they are compact around it; xyz in double or (f32) single
+ * precision. */
+static int cluster_cell(long n, const void *xyz, int f32, double L, int movable, int threads,
+                        double c[3]) {
+    unsigned long long occ[3] = {0, 0, 0};
+    const int nt = threads > 0 ? threads : omp_get_max_threads();
+#define COORD(i, d)                                                                                \
+    (f32 ? (double)((const float *)xyz)[3 * (i) + (d)] : ((const double *)xyz)[3 * (i) + (d)])
+#pragma omp parallel for num_threads(nt) if (n > 50000) reduction(| : occ[:3])
+    for (long i = 0; i < n; ++i)
+        for (int d = 0; d < 3; ++d) occ[d] |= 1ull << pbc_cluster_bin(COORD(i, d), L);
+    for (int d = 0; d < 3; ++d) c[d] = movable ? pbc_cluster_centre(occ[d], L) : 0.5 * L;
+    double r2max = 0.0;
+#pragma omp parallel for num_threads(nt) if (n > 50000) reduction(max : r2max)
+    for (long i = 0; i < n; ++i) {
+        double r2 = 0.0;
+        for (int d = 0; d < 3; ++d) {
+            const double y = pbc_cluster_offset(COORD(i, d), c[d], L);
+            r2 += y * y;
+        }
+        r2max = r2 > r2max ? r2 : r2max;
+    }
+#undef COORD
+    return pbc_cluster_compact(r2max, L);
+}
+
 #ifdef FMM_HAVE_CUDA
 static int gpu_setpts(fmm_plan *P, long n, const void *xyz, int src, const double lo[3],
                       double side, void *stream) {
-    int depth = P->opts.depth >= 0 ? P->opts.depth : fmm_gpu_auto_depth(n, P->p);
+    /* a small periodic set goes to depth 0 while its charges are compact (or not yet looked
+     * at: a depth-0 evaluation checks, and is exact either way, pbc/cluster.h) */
+    int depth = P->opts.depth >= 0 ? P->opts.depth
+                : P->opts.periodic && n <= FMM_GPU_COMPACT_NMAX && P->compact_hint != 0
+                    ? 0
+                    : fmm_gpu_auto_depth(n, P->p);
     int rc = fmm_gpu_setpts(P->gpu, n, xyz, src, lo, side, depth, stream);
     P->have_pts = rc == FMM_OK;
     if (rc || n != P->q_n) P->q_n = 0; /* the device's copy of the charges is gone */
@@ -229,9 +279,22 @@ static int setpts(fmm_plan *P, long n, const void *xyz, int f32) {
         }
     if (bad) return FMM_ERR_NONFINITE;
     double side;
+    /* periodic with one leaf (CPU): the cell is centred on the charges (pbc/cluster.h) */
+    const int root_only =
+        P->opts.periodic && !P->gpu && (P->opts.depth == 0 || (P->opts.depth < 0 && n <= P->leaf));
+    int compact = 0;
     if (P->opts.periodic) {
         side = P->box[0];
         lo[0] = lo[1] = lo[2] = 0.0;
+        double c[3];
+        /* the vacuum boundary's dipole term is that of the charges wrapped into [0, L)^3 */
+        const int movable = P->opts.boundary == FMM_BOUNDARY_TINFOIL;
+        if (root_only) {
+            compact = cluster_cell(n, xyz, f32, side, movable, P->opts.threads, c);
+            for (int d = 0; d < 3; ++d) lo[d] = c[d] - 0.5 * side;
+        } else if (P->gpu && P->opts.depth < 0 && n <= FMM_GPU_COMPACT_NMAX) {
+            P->compact_hint = cluster_cell(n, xyz, f32, side, movable, P->opts.threads, c);
+        }
     } else if (P->have_box) {
         for (int d = 0; d < 3; ++d)
             if (lo[d] < 0 || hi[d] > P->box[d]) return FMM_ERR_OUTSIDE;
@@ -252,12 +315,14 @@ static int setpts(fmm_plan *P, long n, const void *xyz, int f32) {
     double *wrapped = NULL;
     if (P->opts.periodic) {
         const double *x = xyz;
-        /* wrap into [0, L): the tree, the root multipole and the dipole all use these */
+        /* wrap into [lo, lo + L): the tree, the root multipole and the dipole all use these */
         wrapped = malloc(sizeof(double) * 3 * (size_t)n);
         if (!wrapped) return FMM_ERR_NOMEM;
         for (long i = 0; i < 3 * n; ++i) {
-            double v = x[i] - side * floor(x[i] / side);
-            wrapped[i] = v < side ? v : 0.0;
+            const double c = lo[i % 3] + 0.5 * side;
+            double v = root_only ? c + pbc_cluster_offset(x[i], c, side)
+                                 : x[i] - side * floor(x[i] / side);
+            wrapped[i] = v < lo[i % 3] + side ? v : lo[i % 3];
         }
         pts = wrapped;
     }
@@ -279,6 +344,7 @@ static int setpts(fmm_plan *P, long n, const void *xyz, int f32) {
     free_points(P);
     if (n != P->q_n) P->q_n = 0;
     P->tree = t;
+    P->compact = compact;
     P->W = W, P->U = U, P->q = q;
     P->phi = q + n, P->ex = q + 2 * n, P->ey = q + 3 * n, P->ez = q + 4 * n;
     P->have_pts = 1;
@@ -447,6 +513,8 @@ static int interactions(fmm_plan *P) {
         wn[0] = 0.0;
         matvec_add(nc, P->lattice, wn, P->U);
         free(wn);
+        if (P->compact)
+            matvec_add(nc, P->near_op, P->W, P->U); /* the 26 nearest images, charge included */
     }
     for (int l = 1; l <= t->depth; ++l) {
         int rc = m2l_cpu_level(&P->ops, t, l, P->W, P->U, P->virial ? P->fshift : NULL);
@@ -538,6 +606,7 @@ static int leaves(fmm_plan *P) {
             const oct_box *C = &t->box[t->U.box[e]];
             double s[3];
             int code = t->U.aux[e], tag = buf && code != OCT_NOSHIFT;
+            if (P->compact && code != OCT_NOSHIFT) continue; /* by M2L at the root instead */
             image_shift(t, code, s);
             if (tag) memset(buf, 0, sizeof(double) * 4 * m);
             p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin, t->z + C->begin,
@@ -648,7 +717,7 @@ static void periodic_virial(int p, double L, int tinfoil, const double *w, const
 }
 
 /* CPU pieces of the periodic virial: sum_i F_i (x) Y_i and the dipole about the cell centre */
-static void periodic_virial_cpu(const fmm_plan *P, double *Wout) {
+static int periodic_virial_cpu(fmm_plan *P, double *Wout) {
     const octree *t = &P->tree;
     const double *c = t->box[0].c;
     double FY[9] = {0}, D[3] = {0, 0, 0}, S2 = 0;
@@ -661,8 +730,10 @@ static void periodic_virial_cpu(const fmm_plan *P, double *Wout) {
             for (int b = 0; b < 3; ++b) FY[3 * a + b] += F[a] * Y[b];
         }
     }
+    if (P->compact && pbc_near_image_forces(P->p, t->side, P->W, P->fshift)) return FMM_ERR_NOMEM;
     periodic_virial(P->p, t->side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, P->W, P->vtab, P->far_c0, FY,
                     P->fshift, D, S2, Wout);
+    return FMM_OK;
 }
 
 int fmm_set_exclusions(fmm_plan *P, long npairs, const int *pairs) {
@@ -729,7 +800,9 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
 #ifdef FMM_HAVE_CUDA
     if (P->gpu) {
         int rc;
-        fmm_gpu_exec e = {q, phi, field, f32, energy, virial, NULL, d_force, scale, stream};
+        int compact = -1;
+        fmm_gpu_exec e = {q,    phi,     field, f32,    energy,  virial,
+                          NULL, d_force, scale, stream, &compact};
         if (!P->virial) {
             rc = fmm_gpu_execute(P->gpu, &e);
         } else {
@@ -738,6 +811,9 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
             if (!vp.wroot) return FMM_ERR_NOMEM;
             e.virial = NULL, e.parts = &vp;
             rc = fmm_gpu_execute(P->gpu, &e);
+            if (rc == FMM_OK && vp.compact &&
+                pbc_near_image_forces(P->p, P->gpu_side, vp.wroot, vp.fshift))
+                rc = FMM_ERR_NOMEM;
             if (rc == FMM_OK) {
                 periodic_virial(P->p, P->gpu_side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, vp.wroot, P->vtab,
                                 P->far_c0, vp.fy, vp.fshift, vp.dip, vp.s2, virial);
@@ -746,6 +822,7 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
             free(vp.wroot);
         }
         if (rc == FMM_OK && q) P->q_n = n, P->q_charged = charged;
+        if (compact >= 0) P->compact_hint = compact;
         return rc;
     }
 #endif
@@ -783,7 +860,7 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
         }
         if (energy) *energy = U;
         if (virial && t->periodic) {
-            periodic_virial_cpu(P, virial);
+            rc = periodic_virial_cpu(P, virial);
         } else if (virial) {
             /* open boundary: W_ab = sum_i q_i E_i,a (x_i - c)_b, symmetrised */
             for (long i = 0; i < n; ++i) {
@@ -795,6 +872,8 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
             for (int a = 0; a < 3; ++a)
                 for (int b = 0; b < 3; ++b) virial[3 * a + b] = 0.5 * (Wv[3 * a + b] + Wv[3 * b + a]);
         }
+    }
+    if (rc == FMM_OK) {
         excl_apply(&P->excl, t->x, t->y, t->z, P->q, iperm, t->periodic ? t->side : 0.0, P->opts.threads, phid,
                    fieldd, energy, virial);
         if (q) {

@@ -13,6 +13,7 @@
 #include "fmm/exclusions.h"
 #include "fmm/fmm_cuda_orders.cuh"
 #include "m2l/m2l_gpu.h"
+#include "pbc/cluster.h"
 #include "pbc/lattice.h"
 
 #define TRY(call)                                                                             \
@@ -55,7 +56,18 @@
 #define FMM_PRIO_P2P 1
 #endif
 #define KEYBITS 20 /* the CPU octree's integer grid (core/octree.c): 2^20 cells per axis */
-enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_QABS = 96, RED_XVIR = 97, RED_N = 106 };
+enum {
+    RED_ENERGY = 0,
+    RED_Q = 1,
+    RED_D = 2,
+    RED_S2 = 5,
+    RED_VIR = 6,
+    RED_FSHIFT = 15,
+    RED_QABS = 96,
+    RED_XVIR = 97,
+    RED_COMPACT = 106,
+    RED_N = 107
+};
 
 struct fmm_gpu {
     int p, nc, periodic, tinfoil, depth, mixed;
@@ -65,7 +77,7 @@ struct fmm_gpu {
     int sym_depth;
     int prio[3];         /* stream priorities: tree chain and coarse M2L, finest M2L, P2P */
     double *m2mT, *l2lT; /* [8 octants][nc in][nc out] */
-    double *lattice, *bg;
+    double *lattice, *bg, *near_op;
     double *xyz, *qin, *xw;       /* caller order: input positions, charges, wrapped positions */
     float *stage;                 /* [4n]: single-precision caller data on its way in or out */
     unsigned *key;                /* caller order: leaf of each particle */
@@ -179,6 +191,71 @@ __global__ void k_place(long n, long nleaf, int depth, const unsigned *__restric
     }
 }
 
+/* Depth 0, periodic: one block centres the cell on the charges (pbc/cluster.h: the histogram of
+ * each axis, then the middle of its occupied arc) and places the particles in caller order, each
+ * wrapped to within L/2 of the centre; with them the cell's corner (geom), the moments that the
+ * tin-foil term and the virial take (k_moments' sums), whether the charges are compact
+ * (red[RED_COMPACT]), the leaf's range and chunks, and a zero root multipole for the P2M's sums.
+ * It stands for the binning's five graph nodes; one block suffices up to FMM_GPU_COMPACT_NMAX. */
+template <typename R>
+__global__ void __launch_bounds__(1024)
+    k_root_place(long n, const double *__restrict__ xyz, const double *__restrict__ qin,
+                 double *__restrict__ geom, int *__restrict__ perm, double *__restrict__ x,
+                 double *__restrict__ y, double *__restrict__ z, double *__restrict__ q,
+                 p2p_rec<R> *__restrict__ pk, int *__restrict__ cs, int *__restrict__ ce,
+                 int *__restrict__ chunk_end, int *__restrict__ chunk_leaf, int tinfoil, int nc,
+                 double *__restrict__ W0, double *__restrict__ red) {
+    __shared__ unsigned long long occ[3], r2bits;
+    __shared__ double c[3];
+    const int lane = threadIdx.x & 31;
+    const double L = geom[G_SIDE];
+    if (threadIdx.x < 3) occ[threadIdx.x] = 0;
+    if (threadIdx.x == 0) r2bits = 0;
+    __syncthreads();
+    unsigned long long o[3] = {0, 0, 0};
+    for (long i = threadIdx.x; i < n; i += blockDim.x)
+        for (int d = 0; d < 3; ++d) o[d] |= 1ull << pbc_cluster_bin(xyz[3 * i + d], L);
+    for (int d = 0; d < 3; ++d) {
+        for (int s = 16; s > 0; s >>= 1) o[d] |= __shfl_xor_sync(0xffffffffu, o[d], s);
+        if (lane == 0) atomicOr(&occ[d], o[d]);
+    }
+    __syncthreads();
+    /* the vacuum boundary's dipole term is that of the charges wrapped into [0, L)^3 */
+    if (threadIdx.x < 3)
+        c[threadIdx.x] = tinfoil ? pbc_cluster_centre(occ[threadIdx.x], L) : 0.5 * L;
+    __syncthreads();
+    double v[6] = {0, 0, 0, 0, 0, 0}; /* Q, D, S2, sum |q| */
+    unsigned long long r2max = 0;     /* bits of a non-negative double: ordered as the values */
+    for (long i = threadIdx.x; i < n; i += blockDim.x) {
+        const double Y[3] = {pbc_cluster_offset(xyz[3 * i], c[0], L),
+                             pbc_cluster_offset(xyz[3 * i + 1], c[1], L),
+                             pbc_cluster_offset(xyz[3 * i + 2], c[2], L)};
+        const double qi = qin[i], r2 = Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2];
+        perm[i] = (int)i;
+        x[i] = c[0] + Y[0], y[i] = c[1] + Y[1], z[i] = c[2] + Y[2], q[i] = qi;
+        pk[i] = p2p_rec<R>{(R)Y[0], (R)Y[1], (R)Y[2], (R)qi};
+        const unsigned long long b = (unsigned long long)__double_as_longlong(r2);
+        r2max = b > r2max ? b : r2max;
+        v[0] += qi, v[1] += qi * Y[0], v[2] += qi * Y[1], v[3] += qi * Y[2], v[4] += qi * r2,
+            v[5] += fabs(qi);
+    }
+    for (int s = 16; s > 0; s >>= 1) {
+        const unsigned long long b = __shfl_xor_sync(0xffffffffu, r2max, s);
+        r2max = b > r2max ? b : r2max;
+    }
+    if (lane == 0) atomicMax(&r2bits, r2max);
+    const int at[6] = {RED_Q, RED_D, RED_D + 1, RED_D + 2, RED_S2, RED_QABS};
+    block_add(red, at, v); /* synchronises the block */
+    const int chunks = (int)((n + 31) / 32);
+    for (int k = threadIdx.x; k < chunks; k += blockDim.x) chunk_leaf[k] = 0;
+    for (int k = threadIdx.x; k < nc; k += blockDim.x) W0[k] = 0.0;
+    if (threadIdx.x == 0) {
+        red[RED_COMPACT] = pbc_cluster_compact(__longlong_as_double((long long)r2bits), L);
+        for (int d = 0; d < 3; ++d) geom[G_LO + d] = c[d] - 0.5 * L;
+        cs[0] = 0, ce[0] = (int)n, chunk_end[0] = chunks;
+    }
+}
+
 /* 1/sqrt(r2): in float the bare MUFU.RSQ, flushing a denormal r2 to 0 (rsqrtf also scales
  * denormal inputs, extra instructions on every pair; r2 < 1e-38 leaf sides^2 does not occur) */
 __device__ __forceinline__ float pair_rsqrt(float r2) {
@@ -229,11 +306,11 @@ __device__ __forceinline__ void p2p_pairs(const p2p_rec<R> *src, int k0, int cnt
  * 4 targets on 4 of the 32 lanes. Virial: the total force of each periodic image's sources on the
  * cell goes to fshift[27][3]. */
 template <typename R, int NW>
-__global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ pk, const int *__restrict__ cs,
-                                                 const int *__restrict__ ce, const int *__restrict__ chunk_end,
-                                                 const int *__restrict__ chunk_leaf, int depth, int periodic,
-                                                 const double *__restrict__ geom, long n,
-                                                 double *__restrict__ near, double *__restrict__ fshift) {
+__global__ void __launch_bounds__(32 * NW)
+    k_p2p(const p2p_rec<R> *__restrict__ pk, const int *__restrict__ cs, const int *__restrict__ ce,
+          const int *__restrict__ chunk_end, const int *__restrict__ chunk_leaf, int depth,
+          int periodic, const double *__restrict__ geom, const double *__restrict__ red, long n,
+          double *__restrict__ near, double *__restrict__ fshift) {
     __shared__ p2p_rec<R> src_all[NW][32];
     __shared__ double part[NW][4][32];
     /* the 27 neighbours, found once per block: source range (empty where an open boundary has no
@@ -271,8 +348,16 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
     const bool ok = lane / W < r;
     const p2p_rec<R> pi = ok ? pk[i] : p2p_rec<R>{0, 0, 0, 0};
     R pt = 0, fx = 0, fy = 0, fz = 0;
-    for (int nb = warp; nb < 27; nb += NW) {
-        const int b = nb_b[nb], e = nb_e[nb], code = nb_code[nb];
+    /* depth 0, open or with compact charges (red[RED_COMPACT], pbc/cluster.h): the cell with
+       itself only, its sources split among the warps (the 26 images act by M2L at the root) */
+    const bool alone = depth == 0 && (!periodic || red[RED_COMPACT] != 0.0);
+    for (int it = alone ? 0 : warp; it < (alone ? 1 : 27); it += alone ? 1 : NW) {
+        const int nb = alone ? 13 : it, code = nb_code[nb];
+        int b = nb_b[nb], e = nb_e[nb];
+        if (alone) {
+            const long len = e - b;
+            e = b + (int)(len * (warp + 1) / NW), b += (int)(len * warp / NW);
+        }
         if (b == e) continue;
         /* target relative to the source leaf's centre */
         const R tx = pi.x - nb_off[nb][0], ty = pi.y - nb_off[nb][1], tz = pi.z - nb_off[nb][2];
@@ -320,16 +405,22 @@ __global__ void __launch_bounds__(32 * NW) k_p2p(const p2p_rec<R> *__restrict__ 
         }
 }
 
-/* periodic: U_root = Lambda (W_root - Q b), charge term dropped (the cell is neutralised) */
+/* periodic: U_root = Lambda (W_root - Q b), charge term dropped (the cell is neutralised); near
+ * (depth 0) where red[RED_COMPACT]: + N W_root, the 26 nearest images (pbc/cluster.h) */
 __global__ void k_lattice(int nc, const double *__restrict__ lat, const double *__restrict__ bg,
+                          const double *__restrict__ near, const double *__restrict__ red,
                           const double *__restrict__ W0, double *__restrict__ U0) {
-    __shared__ double wn[hd_ncoef(FMM_GPU_PMAX)];
+    __shared__ double wn[hd_ncoef(FMM_GPU_PMAX)], w[hd_ncoef(FMM_GPU_PMAX)];
     const double Q = W0[0];
-    for (int j = threadIdx.x; j < nc; j += blockDim.x) wn[j] = j ? W0[j] - Q * bg[j] : 0.0;
+    const bool images = near && red[RED_COMPACT] != 0.0;
+    for (int j = threadIdx.x; j < nc; j += blockDim.x)
+        wn[j] = j ? W0[j] - Q * bg[j] : 0.0, w[j] = W0[j];
     __syncthreads();
     for (int k = threadIdx.x; k < nc; k += blockDim.x) {
         double s = 0.0;
         for (int j = 0; j < nc; ++j) s = fma(lat[(size_t)k * nc + j], wn[j], s);
+        if (images)
+            for (int j = 0; j < nc; ++j) s = fma(near[(size_t)k * nc + j], w[j], s);
         U0[k] = s;
     }
 }
@@ -569,8 +660,8 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     if (!g) return;
     free_particles(g), free_tree(g), free_chunk_leaf(g), free_sym_plans(g);
     m2l_gpu_ops_free(&g->m2l);
-    void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->bg,      g->geom,
-                    g->red,  g->bad,  g->xstart,  g->xpartner};
+    void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->near_op, g->bg,
+                    g->geom, g->red,  g->bad,     g->xstart,  g->xpartner};
     for (void *p : ptrs) cudaFree(p);
     if (g->s0) cudaStreamDestroy(g->s0);
     if (g->s1) cudaStreamDestroy(g->s1);
@@ -599,6 +690,7 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     TRY(child_matrices(p, 0, &g->l2lT));
     if (s->periodic) {
         TRY(upload(&g->lattice, s->lattice, (size_t)nc * nc));
+        TRY(upload(&g->near_op, s->near, (size_t)nc * nc));
         TRY(upload(&g->bg, s->bg, nc));
     }
     CU(cudaMalloc((void **)&g->geom, sizeof(double) * G_N));
@@ -730,24 +822,34 @@ static int sym_plans(fmm_gpu *g, int depth) {
 }
 
 template <typename R> static void launch_place(const fmm_gpu *g, cudaStream_t st) {
+    if (g->periodic && g->depth == 0) {
+        k_root_place<R><<<1, 1024, 0, st>>>(
+            g->n, g->xyz, g->qin, g->geom, g->perm, g->x, g->y, g->z, g->q, (p2p_rec<R> *)g->pk,
+            g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->tinfoil, g->nc, g->W, g->red);
+        return;
+    }
     const long nleaf = 1L << (3 * g->depth);
     k_place<R><<<blocks(g->n > nleaf ? g->n : nleaf, 256), 256, 0, st>>>(
         g->n, nleaf, g->depth, g->key, g->rank, g->cnt, g->lsum, g->geom, g->xw, g->qin, g->perm, g->x, g->y, g->z,
         g->q, (p2p_rec<R> *)g->pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf);
 }
 
-/* small trees get more warps per chunk to fill the device (24k water: 512 leaves); the grid is
- * the most chunks n particles can make in nleaf leaves */
+/* small trees get more warps per chunk to fill the device (24k water: 512 leaves; at depth 0
+ * the warps split the one leaf's sources); the grid is the most chunks n particles can make in
+ * nleaf leaves */
 template <typename R> static void launch_p2p(const fmm_gpu *g, double *fshift, cudaStream_t st) {
     const long nl = 1L << (3 * g->depth);
     const unsigned nb = (unsigned)(nl + (g->n + 31) / 32);
     const p2p_rec<R> *pk = (const p2p_rec<R> *)g->pk;
-    if (g->depth <= P2P_WIDE_DEPTH)
-        k_p2p<R, 8><<<nb, 256, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->depth, g->periodic, g->geom,
-                                        g->n, g->near, fshift);
+    if (g->depth == 0)
+        k_p2p<R, 16><<<nb, 512, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->depth,
+                                         g->periodic, g->geom, g->red, g->n, g->near, fshift);
+    else if (g->depth <= P2P_WIDE_DEPTH)
+        k_p2p<R, 8><<<nb, 256, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->depth,
+                                        g->periodic, g->geom, g->red, g->n, g->near, fshift);
     else
-        k_p2p<R, 4><<<nb, 128, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->depth, g->periodic, g->geom,
-                                        g->n, g->near, fshift);
+        k_p2p<R, 4><<<nb, 128, 0, st>>>(pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->depth,
+                                        g->periodic, g->geom, g->red, g->n, g->near, fshift);
 }
 
 /* M2L on one level, and with fshift the periodic image forces of that level's V list */
@@ -774,13 +876,20 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     const long nleaf = 1L << (3 * D);
     cudaStream_t s0 = g->s0, s1 = ev ? g->s0 : g->s1;
     order_kernels K = order_table(g->p);
+    /* periodic depth 0: one kernel centres the cell and places the particles (k_root_place) */
+    const bool root = g->periodic && D == 0;
     MARK(0);
     CU(cudaMemsetAsync(g->red, 0, sizeof(double) * RED_N, s0));
-    CU(cudaMemsetAsync(g->cnt, 0, sizeof(int) * nleaf, s0));
-    k_bin<<<blocks(n, 256), 256, 0, s0>>>(n, g->xyz, g->geom, g->periodic, D, g->xw, g->key, g->cnt, g->rank);
-    size_t sb = g->stmp_bytes;
-    CU(cub::DeviceScan::InclusiveScan(g->stmp, sb, leaf_count_iter(g->cnt, leaf_counts()), g->lsum, int2_sum(),
-                                      (int)nleaf, s0));
+    if (!root) {
+        CU(cudaMemsetAsync(g->cnt, 0, sizeof(int) * nleaf, s0));
+        k_bin<<<blocks(n, 256), 256, 0, s0>>>(n, g->xyz, g->geom, g->periodic, D, g->xw, g->key,
+                                              g->cnt, g->rank);
+        size_t sb = g->stmp_bytes;
+        CU(cub::DeviceScan::InclusiveScan(g->stmp, sb, leaf_count_iter(g->cnt, leaf_counts()),
+                                          g->lsum, int2_sum(), (int)nleaf, s0));
+        if (D == 0)
+            CU(cudaMemsetAsync(g->W, 0, sizeof(double) * nc, s0)); /* the P2M adds into it */
+    }
     if (g->mixed)
         launch_place<float>(g, s0);
     else
@@ -791,7 +900,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
      * the far field's path */
     CU(cudaEventRecord(g->fork, s0));
     CU(cudaStreamWaitEvent(s1, g->fork, 0));
-    if (g->periodic)
+    if (g->periodic && !root)
         k_moments<<<blocks(n, 256), 256, 0, s1>>>(n, g->x, g->y, g->z, g->q, g->geom, g->red);
     double *fshift = virial && g->periodic ? g->red + RED_FSHIFT : NULL;
     if (g->mixed)
@@ -802,8 +911,10 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     CU(cudaEventRecord(g->join, s1));
     MARK(2);
     /* far field on s0 */
-    K.p2m<<<blocks(nleaf, 4), 128, 0, s0>>>(g->x, g->y, g->z, g->q, g->cs, g->ce, D, g->geom,
-                                            g->W + level_offset(D) * nc);
+    const unsigned pgrid =
+        D ? blocks(nleaf, 4) : blocks(n, 128); /* warps: one per leaf, or per 32 at depth 0 */
+    K.p2m<<<pgrid, 128, 0, s0>>>(g->x, g->y, g->z, g->q, g->cs, g->ce, D, g->geom,
+                                 g->W + level_offset(D) * nc);
     MARK(3);
     const int split = !ev && D >= (g->periodic ? 1 : 2); /* the finest level has M2L: on s2 */
     if (split) {
@@ -829,7 +940,8 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
         if (!ev) CU(cudaEventRecord(g->joinl[l], sl));
     }
     if (g->periodic)
-        k_lattice<<<1, 256, 0, s0>>>(nc, g->lattice, g->bg, g->W, g->U);
+        k_lattice<<<1, 256, 0, s0>>>(nc, g->lattice, g->bg, root ? g->near_op : NULL, g->red, g->W,
+                                     g->U);
     else /* levels 0 and 1 have no well-separated boxes */
         CU(cudaMemsetAsync(g->U, 0, sizeof(double) * nc * level_offset(D < 1 ? 1 : 2), s0));
     for (int l = l1; l <= D - split && !ev; ++l) CU(cudaStreamWaitEvent(s0, g->joinl[l], 0));
@@ -840,8 +952,8 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
             g->l2lT, l, g->U + level_offset(l) * nc, g->U + level_offset(l + 1) * nc);
     }
     MARK(6);
-    K.l2p<<<blocks(nleaf, 4), 128, 0, s0>>>(g->x, g->y, g->z, g->cs, g->ce, D, g->geom, g->U + level_offset(D) * nc, n,
-                                            g->far);
+    K.l2p<<<pgrid, 128, 0, s0>>>(g->x, g->y, g->z, g->cs, g->ce, D, g->geom,
+                                 g->U + level_offset(D) * nc, n, g->far);
     CU(cudaGetLastError());
     MARK(7);
     CU(cudaStreamWaitEvent(s0, g->join, 0));
@@ -924,6 +1036,9 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int src, cons
         CU(cudaMemcpyAsync(g->geom, geom, sizeof geom, cudaMemcpyHostToDevice, g->s0));
         memcpy(g->geom_host, geom, sizeof geom);
     }
+    /* periodic depth 0: each evaluation moves the cell's corner on the device (k_root_place), so
+       the next setpts uploads the geometry again */
+    if (g->periodic && depth == 0) g->geom_host[G_LO] = NAN;
     if (dev) {
         CU(cudaMemsetAsync(g->bad, 0, sizeof(int), g->s0));
         const long nb = (3 * n + 255) / 256;
@@ -998,6 +1113,8 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
     if (g->dev_pts) CU(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, g->s0));
     CU(cudaStreamSynchronize(g->s0));
     if (bad) return FMM_ERR_NONFINITE;
+    const int compact = g->periodic && g->depth == 0 && red[RED_COMPACT] != 0.0;
+    if (e->compact && g->periodic && g->depth == 0) *e->compact = compact;
     if (e->energy) *e->energy = red[RED_ENERGY];
     if (e->virial)
         for (int a = 0; a < 3; ++a)
@@ -1010,6 +1127,7 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
         memcpy(parts->dip, red + RED_D, sizeof parts->dip);
         parts->s2 = red[RED_S2];
         memcpy(parts->xvir, red + RED_XVIR, sizeof parts->xvir);
+        parts->compact = compact;
     }
     return FMM_OK;
 }

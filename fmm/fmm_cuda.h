@@ -20,6 +20,10 @@ extern "C" {
 #include "m2l/operators.h"
 
 #define FMM_GPU_PMAX 20
+/* Periodic sets of at most this many charges go to depth 0 while they are compact (pbc/cluster.h):
+ * one all-pairs near field of the cell with itself, the 26 nearest images by M2L at the root,
+ * and a handful of kernels, where a tree of depth 2 is a chain of ~20 small ones. */
+#define FMM_GPU_COMPACT_NMAX 8192
 
 typedef struct fmm_gpu fmm_gpu;
 
@@ -28,6 +32,8 @@ typedef struct fmm_gpu_setup {
     int mixed; /* near field (P2P) in float on leaf-relative positions */
     const m2l_operators *ops;
     const double *lattice; /* periodic: [nc][nc] root operator of the far images, else NULL */
+    const double *near;    /* periodic: [nc][nc] root operator of the 26 nearest images (depth 0,
+                              compact charges: pbc/cluster.h), else NULL */
     const double *bg;      /* periodic: [nc] multipole of the unit-cube background */
 } fmm_gpu_setup;
 
@@ -37,7 +43,8 @@ int fmm_gpu_create(const fmm_gpu_setup *s, fmm_gpu **g);
 void fmm_gpu_destroy(fmm_gpu *g);
 
 /* Positions in caller order for a tree of the given depth over the cube [lo, lo + side)^3
- * (periodic: lo = 0, side = L, positions are wrapped on the device): on the host, checked finite,
+ * (periodic: lo = 0, side = L, positions are wrapped on the device; at depth 0 each evaluation
+ * centres the cell on the charges itself, pbc/cluster.h): on the host, checked finite,
  * double or float; or float on the device (the caller's memory, read in order after the work the
  * caller queued on `stream`, a cudaStream_t; not waited for, and a non-finite one is reported by
  * every execute that waits, until positions come from the host again). */
@@ -52,6 +59,8 @@ int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int src, const double lo
 typedef struct fmm_gpu_virial_parts {
     double fy[9], fshift[81], dip[3], s2;
     double xvir[9]; /* the excluded pairs' virial (minimum images), to subtract */
+    int compact;    /* the 26 nearest images acted by M2L at the root (their forces are not in
+                       fshift: pbc_near_image_forces adds them from wroot) */
     double *wroot; /* [nc], the caller's */
 } fmm_gpu_virial_parts;
 
@@ -74,6 +83,8 @@ typedef struct fmm_gpu_exec {
     float *d_force;
     double force_scale;
     void *stream;
+    int *compact; /* if not NULL: set where the call waits for the device after a periodic depth-0
+                     evaluation (whether its charges were compact), else left as it is */
 } fmm_gpu_exec;
 int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e);
 

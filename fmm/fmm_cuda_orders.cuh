@@ -87,7 +87,22 @@ template <int P> struct p2m_visitor {
     }
 };
 
-/* one warp per leaf: W_leaf = sum q R((x - c)/h) */
+/* The particles of warp `wid`: a whole leaf (depth >= 1), or at depth 0, where the one leaf holds
+ * them all, 32 of them (the warps of a grid over the particles share the root): its range
+ * [*b, *e), and which leaf. False for a warp past the end. */
+__device__ __forceinline__ bool warp_particles(long wid, int depth, const int *cs, const int *ce,
+                                               long *leaf, int *b, int *e) {
+    if (depth == 0) {
+        *leaf = 0, *b = (int)(32 * wid), *e = min(ce[0], (int)(32 * wid + 32));
+        return *b < ce[0];
+    }
+    if (wid >= 1L << (3 * depth)) return false;
+    *leaf = wid, *b = cs[wid], *e = ce[wid];
+    return true;
+}
+
+/* one warp per leaf: W_leaf = sum q R((x - c)/h); at depth 0 one warp per 32 particles, adding
+ * into W (zeroed before) */
 template <int P>
 __global__ void __launch_bounds__(128) k_p2m(const double *__restrict__ x, const double *__restrict__ y,
                                              const double *__restrict__ z, const double *__restrict__ q,
@@ -98,14 +113,14 @@ __global__ void __launch_bounds__(128) k_p2m(const double *__restrict__ x, const
     __shared__ double buf_all[4][32][33];
     __shared__ int idx_all[4][32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const long c = (long)blockIdx.x * 4 + warp, nleaf = 1L << (3 * depth);
-    if (c >= nleaf) return;
+    long c;
+    int b, e;
+    if (!warp_particles((long)blockIdx.x * 4 + warp, depth, cs, ce, &c, &b, &e)) return;
     double *acc = acc_all[warp];
     for (int k = lane; k < NC; k += 32) acc[k] = 0.0;
     double ctr[3], h;
     leaf_centre(c, depth, geom, ctr, &h);
     const double ih = 1.0 / h;
-    const int b = cs[c], e = ce[c];
     p2m_visitor<P> vis{0.0, acc, buf_all[warp], idx_all[warp], 0};
     for (int base = b; base < e; base += 32) {
         const int i = base + lane;
@@ -116,10 +131,15 @@ __global__ void __launch_bounds__(128) k_p2m(const double *__restrict__ x, const
         vis.flush();
     }
     __syncwarp();
-    for (int k = lane; k < NC; k += 32) W[c * NC + k] = acc[k];
+    for (int k = lane; k < NC; k += 32)
+        if (depth)
+            W[c * NC + k] = acc[k];
+        else
+            atomicAdd(W + k, acc[k]);
 }
 
-/* one warp per leaf: far-field potential and field of the leaf's local expansion. Up to p 10 at
+/* one warp per leaf (depth 0: per 32 particles): far-field potential and field of the leaf's
+ * local expansion. Up to p 10 at
  * most 168 registers (3 blocks per SM): at p 7 it took 250, 2 blocks per SM, and ran 129 us for
  * 1M particles against 111 us capped (H100; a cap of 128 registers spilled: 148 us) */
 template <int P>
@@ -131,15 +151,16 @@ __global__ void __launch_bounds__(128, P <= 10 ? 3 : 1)
     constexpr int NC = hd_ncoef(P);
     __shared__ double u_all[4][NC];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const long c = (long)blockIdx.x * 4 + warp, nleaf = 1L << (3 * depth);
-    if (c >= nleaf) return;
+    long c;
+    int b, e;
+    if (!warp_particles((long)blockIdx.x * 4 + warp, depth, cs, ce, &c, &b, &e)) return;
     double *u = u_all[warp];
     for (int k = lane; k < NC; k += 32) u[k] = U[c * NC + k];
     __syncwarp();
     double ctr[3], h;
     leaf_centre(c, depth, geom, ctr, &h);
     const double ih = 1.0 / h, ih2 = ih * ih;
-    for (int i = cs[c] + lane; i < ce[c]; i += 32) {
+    for (int i = b + lane; i < e; i += 32) {
         l2p_visitor<P> vis{u, 0.0, 0.0, 0.0, 0.0};
         regular_visit<P>((x[i] - ctr[0]) * ih, (y[i] - ctr[1]) * ih, (z[i] - ctr[2]) * ih, vis);
         far[i] = vis.f * ih;

@@ -148,6 +148,51 @@ int pbc_lattice_sums(int lmax, double *are, double *aim) {
     return lattice_sums(lmax, NULL, LAT_P, LAT_K, are, aim);
 }
 
+int pbc_near_sums(int lmax, double *nre, double *nim) {
+    const int ng = harm_ncoef(lmax);
+    double *re = malloc(sizeof(double) * 2 * (size_t)ng);
+    if (!re) return 1;
+    double *im = re + ng;
+    for (int k = 0; k < ng; ++k) nre[k] = nim[k] = 0.0;
+    for (int code = 0; code < 27; ++code) {
+        if (code == 13) continue;
+        const double n[3] = {code % 3 - 1, code / 3 % 3 - 1, code / 9 - 1};
+        harm_irregular_full(lmax, n, re, im);
+        for (int k = 0; k < ng; ++k) nre[k] += re[k], nim[k] += im[k];
+    }
+    for (int l = 0; l <= lmax; ++l)
+        for (int m = -l; m <= l; ++m) {
+            const int f = harm_full(l, m);
+            if (cubic_zero(l, m)) nre[f] = 0.0;
+            nim[f] = 0.0;
+        }
+    free(re);
+    return 0;
+}
+
+int pbc_near_image_forces(int p, double L, const double *w, double fshift[81]) {
+    const int nc = harm_ncoef(p);
+    double *A = malloc(sizeof(double) * ((size_t)nc * nc + nc));
+    if (!A) return 1;
+    double *u = A + (size_t)nc * nc;
+    for (int code = 0; code < 27; ++code) {
+        if (code == 13) continue;
+        /* image `code` holds the sources shifted by n L: source centre - target centre = n L */
+        const double n[3] = {code % 3 - 1, code / 3 % 3 - 1, code / 9 - 1};
+        harm_m2l_matrix(p, n, A);
+        for (int i = 0; i < nc; ++i) {
+            double s = 0.0;
+            for (int j = 0; j < nc; ++j) s += A[(size_t)i * nc + j] * w[j];
+            u[i] = s;
+        }
+        double F[3];
+        harm_local_force(p, L, u, 1, w, F);
+        for (int a = 0; a < 3; ++a) fshift[3 * code + a] += F[a];
+    }
+    free(A);
+    return 0;
+}
+
 /* Tin-foil Ewald far Hessian at r = 0 of the unit cell spanned by A (alpha = 6): the second
  * derivative of the Ewald potential minus the 27 nearest images. Its traceless part gives the
  * degree-2 lattice terms, whose cube-ordered sums depend on the shape and are replaced by

@@ -33,6 +33,18 @@ int pbc_virial_tables(int lmax, double *vre, double *vim);
  * cell needs it. */
 double pbc_far_self_potential(void);
 
+/* The 26 nearest images' irregular sums N_LM = sum_{0 < |n|_inf <= 1} I_LM(n), unit cube, L <= lmax
+ * (full complex index, cubic zeros exact): the M2L of a compact cell's root multipole from its
+ * 26 nearest images is harm_m2l_matrix_table with N (pbc/cluster.h). Returns 0, or 1 if out of
+ * memory. */
+int pbc_near_sums(int lmax, double *nre, double *nim);
+
+/* fshift[3 code + a] += the total force that image `code` (0..26 but 13, core/octree.h) exerts
+ * on a cell of side L through the M2L of its scaled root multipole w (order p; scaled by L):
+ * the periodic virial's image forces where the 26 nearest images act by M2L. Returns 0, or 1
+ * if out of memory. */
+int pbc_near_image_forces(int p, double L, const double *w, double fshift[81]);
+
 /* b_lm = integral over the unit cube [-1/2,1/2]^3 of R_lm(y) d^3y, real layout (p+1)^2 */
 void pbc_background_multipole(int p, double *b);
 

@@ -182,6 +182,119 @@ TEST(GpuPeriodic, ClusteredDropletMatchesCpu) {
     }
 }
 
+// A compact cluster in a large periodic box, straddling its corner (pbc/cluster.h): at depth 0
+// both sides centre the cell on it and take the 26 nearest images by M2L at the root. The GPU
+// against the CPU at equal order (double: rounding; mixed: the float near field), both against
+// Ewald at the tolerance; with the automatic depth the GPU picks 0 for it, and through the
+// device route it looks first and drops to a tree once it has seen an uncompact set.
+TEST(GpuPeriodic, CompactClusterAtDepthZero) {
+    SKIP_WITHOUT_GPU();
+    std::mt19937_64 g(test_seed());
+    const double L = 5.0, box[3] = {L, L, L}, R = 0.25 * L; // 2R / L = 0.5 < PBC_COMPACT_RHO
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (double net : {0.0, 2.0}) {
+        SCOPED_TRACE("net " + std::to_string(net));
+        const long n = 3000;
+        std::vector<double> xyz(3 * n), q(n);
+        double s = 0;
+        for (long i = 0; i < n; ++i) {
+            double v[3], r2;
+            do {
+                r2 = 0;
+                for (double &c : v) c = u(g), r2 += c * c;
+            } while (r2 > 1);
+            for (int d = 0; d < 3; ++d)
+                xyz[3 * i + d] = R * v[d] + (d == 1 ? 0.5 * L : 0.0); // around (0, L/2, 0)
+            q[i] = u(g), s += q[i];
+        }
+        for (auto &v : q) v += (net - s) / n;
+        Out ref;
+        ref.phi.resize(n), ref.field.resize(3 * n);
+        ASSERT_EQ(fmm_ewald(n, xyz.data(), q.data(), box, 1e-12, ref.phi.data(), ref.field.data(),
+                            &ref.energy, ref.virial, 0),
+                  FMM_OK);
+        for (int p : {4, 7, 12}) {
+            fmm_opts o;
+            fmm_default_opts(&o);
+            o.order = p, o.depth = 0, o.periodic = 1;
+            Out c, d;
+            ASSERT_EQ(run(FMM_DEVICE_CPU, xyz, q, o, box, c, true), FMM_OK);
+            ASSERT_EQ(run(FMM_DEVICE_CUDA, xyz, q, o, box, d, true), FMM_OK);
+            expect_same(d, c, q, 1e-12);
+            double vn = 0, vd = 0, ve = 0;
+            for (int k = 0; k < 9; ++k) {
+                vn += ref.virial[k] * ref.virial[k], vd += std::pow(d.virial[k] - c.virial[k], 2);
+                ve += std::pow(d.virial[k] - ref.virial[k], 2);
+            }
+            EXPECT_LT(std::sqrt(vd / vn), 1e-10);
+            std::cout << "net " << net << " p " << p << ": phi " << rel(d.phi, ref.phi) << " field "
+                      << rel(d.field, ref.field) << " virial " << std::sqrt(ve / vn)
+                      << " against Ewald\n";
+            // the images' M2L converges as (2R/L)^(p+1) = 0.5^(p+1), with room
+            EXPECT_LT(rel(d.phi, ref.phi), 10 * std::pow(0.5, p + 1));
+            EXPECT_LT(rel(d.field, ref.field), 10 * std::pow(0.5, p + 1));
+            EXPECT_LT(std::sqrt(ve / vn), 100 * std::pow(0.5, p + 1));
+            o.precision = FMM_PRECISION_MIXED;
+            Out m;
+            ASSERT_EQ(run(FMM_DEVICE_CUDA, xyz, q, o, box, m, true), FMM_OK);
+            EXPECT_LT(rel(m.phi, d.phi), FMM_MIXED_TOL_MIN);
+            EXPECT_LT(rel(m.field, d.field), FMM_MIXED_TOL_MIN);
+        }
+        for (double tol : {1e-3, 1e-6}) { // the automatic depth: 0 for this set
+            fmm_opts o;
+            fmm_default_opts(&o);
+            o.tolerance = tol, o.periodic = 1, o.device = FMM_DEVICE_CUDA;
+            fmm_plan *p = nullptr;
+            ASSERT_EQ(fmm_makeplan(&o, box, &p), FMM_OK);
+            Out d;
+            d.phi.resize(n), d.field.resize(3 * n);
+            ASSERT_EQ(fmm_setpts(p, n, xyz.data()), FMM_OK);
+            ASSERT_EQ(fmm_execute(p, q.data(), d.phi.data(), d.field.data(), &d.energy, nullptr),
+                      FMM_OK);
+            fmm_info info;
+            ASSERT_EQ(fmm_get_info(p, &info), FMM_OK);
+            EXPECT_EQ(info.depth, 0);
+            EXPECT_LT(rel(d.phi, ref.phi), tol) << "tolerance " << tol;
+            fmm_destroy(p);
+        }
+    }
+#ifdef FMM_HAVE_CUDA
+    // device-resident positions: the plan has not seen them, so a small set starts at depth 0
+    // (exact either way); an uncompact one, once an evaluation that waits has reported it, gets a
+    // tree
+    std::vector<double> xyz, q;
+    random_set(g, 3000, L, 0.0, xyz, q);
+    std::vector<float> xf(xyz.begin(), xyz.end()), qf(q.begin(), q.end());
+    float *d_x = nullptr, *d_f = nullptr;
+    ASSERT_EQ(cudaMalloc((void **)&d_x, sizeof(float) * xf.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc((void **)&d_f, sizeof(float) * xf.size()), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_x, xf.data(), sizeof(float) * xf.size(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    fmm_plan *p = periodic_p7_plan(0, box);
+    ASSERT_NE(p, nullptr);
+    fmm_info info;
+    double e0 = 0, e1 = 0;
+    ASSERT_EQ(fmm_cuda_setptsf(p, 3000, d_x, nullptr), FMM_OK);
+    ASSERT_EQ(fmm_get_info(p, &info), FMM_OK);
+    EXPECT_EQ(info.depth, 0);
+    ASSERT_EQ(fmm_cuda_forcesf(p, qf.data(), d_f, 1.0, &e0, nullptr, nullptr), FMM_OK);
+    ASSERT_EQ(fmm_cuda_setptsf(p, 3000, d_x, nullptr), FMM_OK);
+    ASSERT_EQ(fmm_get_info(p, &info), FMM_OK);
+    EXPECT_GT(info.depth, 0);
+    ASSERT_EQ(fmm_cuda_forcesf(p, nullptr, d_f, 1.0, &e1, nullptr, nullptr), FMM_OK);
+    std::vector<double> phi(3000);
+    double eref = 0, mag = 0;
+    ASSERT_EQ(
+        fmm_ewald(3000, xyz.data(), q.data(), box, 1e-12, phi.data(), nullptr, &eref, nullptr, 0),
+        FMM_OK);
+    for (long i = 0; i < 3000; ++i) mag += 0.5 * std::fabs(q[i] * phi[i]);
+    EXPECT_LT(std::fabs(e0 - eref), 1e-3 * mag); // order 7: the tolerance 1e-3 of the order table
+    EXPECT_LT(std::fabs(e1 - eref), 1e-3 * mag);
+    fmm_destroy(p);
+    cudaFree(d_x), cudaFree(d_f);
+#endif
+}
+
 TEST(GpuPeriodic, WaterLikeBoxAgainstEwald) {
     SKIP_WITHOUT_GPU();
     const long nmol = 1000, n = 3 * nmol;

@@ -251,6 +251,69 @@ TEST(PeriodicEwald, VirialNeutralAndChargedTinfoil) {
     }
 }
 
+// A compact cluster straddling the corner of a large box, one leaf (depth 0): the cell is
+// centred on it and its 26 nearest images act through one M2L at the root (pbc/cluster.h), so
+// the error is that of the images' expansion, (2R/L)^(p+1); the virial takes their forces from
+// the root multipole. A cluster too wide for that (2R/L = 0.8) keeps the images' direct sums.
+TEST(PeriodicEwald, CompactClusterInOneLeaf) {
+    std::mt19937_64 g(test_seed());
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    const double L = 3.0, box[3] = {L, L, L};
+    for (double R : {0.25 * L, 0.4 * L})
+        for (double Qnet : {0.0, 2.5}) {
+            const long n = 400;
+            std::vector<double> xyz(3 * n), q(n);
+            double s = 0, ctr[3] = {0.1 * L, 0.97 * L, 0.5 * L};
+            for (long i = 0; i < n; ++i) {
+                double v[3], r2;
+                do {
+                    r2 = 0;
+                    for (double &c : v) c = u(g), r2 += c * c;
+                } while (r2 > 1);
+                for (int d = 0; d < 3; ++d) xyz[3 * i + d] = std::fmod(ctr[d] + R * v[d] + L, L);
+                q[i] = u(g), s += q[i];
+            }
+            for (auto &v : q) v += (Qnet - s) / n;
+            Result ref;
+            ref.phi.resize(n), ref.field.resize(3 * n);
+            double Wref[9];
+            ASSERT_EQ(fmm_ewald(n, xyz.data(), q.data(), box, 1e-12, ref.phi.data(),
+                                ref.field.data(), &ref.energy, Wref, 0),
+                      FMM_OK);
+            for (int p : {4, 8, 12, 16}) {
+                fmm_opts o;
+                fmm_default_opts(&o);
+                o.periodic = 1, o.order = p, o.depth = 0;
+                fmm_plan *plan = nullptr;
+                ASSERT_EQ(fmm_makeplan(&o, box, &plan), FMM_OK);
+                ASSERT_EQ(fmm_setpts(plan, n, xyz.data()), FMM_OK);
+                Result r;
+                r.phi.resize(n), r.field.resize(3 * n);
+                double W[9];
+                ASSERT_EQ(fmm_execute(plan, q.data(), r.phi.data(), r.field.data(), &r.energy, W),
+                          FMM_OK);
+                fmm_info info;
+                ASSERT_EQ(fmm_get_info(plan, &info), FMM_OK);
+                fmm_destroy(plan);
+                for (int d = 0; d < 3; ++d) // the cell's centre: the cluster's, to a bin (L / 64)
+                    EXPECT_LT(std::fabs(std::remainder(info.center[d] - ctr[d], L)), L / 32)
+                        << "axis " << d;
+                double e = 0, m = 0;
+                for (int k = 0; k < 9; ++k)
+                    e += (W[k] - Wref[k]) * (W[k] - Wref[k]), m += Wref[k] * Wref[k];
+                const double ep = rel(r.phi, ref.phi), ef = rel(r.field, ref.field),
+                             ev = std::sqrt(e / m);
+                std::cout << "2R/L " << 2 * R / L << " Q " << Qnet << " p " << p << ": phi " << ep
+                          << " field " << ef << " virial " << ev << "\n";
+                const double bound =
+                    std::pow(0.5, p + 1); // 2R/L = 0.5; the wide one is exact nearer
+                EXPECT_LT(ep, bound);
+                EXPECT_LT(ef, bound);
+                EXPECT_LT(ev, 20 * bound);
+            }
+        }
+}
+
 // The reference itself: Ewald's virial is W_ab = -dU/d eps_ab with the particles and the box
 // strained together. A diagonal strain keeps the box orthorhombic, which the Ewald sum takes,
 // so central differences of its energy check the diagonal, the net charge's background
