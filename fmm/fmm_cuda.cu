@@ -56,18 +56,13 @@
 #define FMM_PRIO_P2P 1
 #endif
 #define KEYBITS 20 /* the CPU octree's integer grid (core/octree.c): 2^20 cells per axis */
-enum {
-    RED_ENERGY = 0,
-    RED_Q = 1,
-    RED_D = 2,
-    RED_S2 = 5,
-    RED_VIR = 6,
-    RED_FSHIFT = 15,
-    RED_QABS = 96,
-    RED_XVIR = 97,
-    RED_COMPACT = 106,
-    RED_N = 107
-};
+/* the evaluation's sums (zeroed first); periodic depth 0 also keeps the bins' occupancy of each
+ * axis and the largest |Y|^2 there, as the bits of unsigned 64-bit words (a non-negative double's
+ * bits order like its value) */
+// clang-format off
+enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_QABS = 96, RED_XVIR = 97,
+       RED_OCC = 106, RED_R2 = 109, RED_N = 110 };
+// clang-format on
 
 struct fmm_gpu {
     int p, nc, periodic, tinfoil, depth, mixed;
@@ -191,68 +186,78 @@ __global__ void k_place(long n, long nleaf, int depth, const unsigned *__restric
     }
 }
 
-/* Depth 0, periodic: one block centres the cell on the charges (pbc/cluster.h: the histogram of
- * each axis, then the middle of its occupied arc) and places the particles in caller order, each
- * wrapped to within L/2 of the centre; with them the cell's corner (geom), the moments that the
- * tin-foil term and the virial take (k_moments' sums), whether the charges are compact
- * (red[RED_COMPACT]), the leaf's range and chunks, and a zero root multipole for the P2M's sums.
- * It stands for the binning's five graph nodes; one block suffices up to FMM_GPU_COMPACT_NMAX. */
-template <typename R>
-__global__ void __launch_bounds__(1024)
-    k_root_place(long n, const double *__restrict__ xyz, const double *__restrict__ qin,
-                 double *__restrict__ geom, int *__restrict__ perm, double *__restrict__ x,
-                 double *__restrict__ y, double *__restrict__ z, double *__restrict__ q,
-                 p2p_rec<R> *__restrict__ pk, int *__restrict__ cs, int *__restrict__ ce,
-                 int *__restrict__ chunk_end, int *__restrict__ chunk_leaf, int tinfoil, int nc,
-                 double *__restrict__ W0, double *__restrict__ red) {
-    __shared__ unsigned long long occ[3], r2bits;
-    __shared__ double c[3];
-    const int lane = threadIdx.x & 31;
+/* periodic depth 0: whether the charges are compact (the P2P leaves the images to the root's M2L)
+ */
+__device__ __forceinline__ bool root_compact(const double *red, const double *geom) {
+    return pbc_cluster_compact(red[RED_R2], geom[G_SIDE]);
+}
+
+/* Depth 0, periodic (pbc/cluster.h): the cell centred on the charges, in two kernels over the
+ * particles that stand for the binning's five graph nodes (one leaf: no sort). First the occupied
+ * bins of each axis; then every block finds the centre from them and places its particles in
+ * caller order, each wrapped to within L/2 of the centre, with the moments that the tin-foil term
+ * and the virial take (k_moments' sums) and the largest |Y|^2 (compactness); block 0 writes the
+ * cell's corner (geom), the leaf's range and chunk count, and a zero root multipole for the P2M's
+ * sums. (One block doing all of it took ~17 us for 3,345 charges on an H100.) */
+__global__ void k_root_bins(long n, const double *__restrict__ xyz, const double *__restrict__ geom,
+                            double *__restrict__ red) {
+    const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const double L = geom[G_SIDE];
-    if (threadIdx.x < 3) occ[threadIdx.x] = 0;
-    if (threadIdx.x == 0) r2bits = 0;
-    __syncthreads();
     unsigned long long o[3] = {0, 0, 0};
-    for (long i = threadIdx.x; i < n; i += blockDim.x)
-        for (int d = 0; d < 3; ++d) o[d] |= 1ull << pbc_cluster_bin(xyz[3 * i + d], L);
+    if (i < n)
+        for (int d = 0; d < 3; ++d) o[d] = 1ull << pbc_cluster_bin(xyz[3 * i + d], L);
     for (int d = 0; d < 3; ++d) {
         for (int s = 16; s > 0; s >>= 1) o[d] |= __shfl_xor_sync(0xffffffffu, o[d], s);
-        if (lane == 0) atomicOr(&occ[d], o[d]);
+        if ((threadIdx.x & 31) == 0 && o[d])
+            atomicOr((unsigned long long *)(red + RED_OCC + d), o[d]);
     }
-    __syncthreads();
+}
+
+template <typename R>
+__global__ void k_root_place(long n, const double *__restrict__ xyz, const double *__restrict__ qin,
+                             double *__restrict__ geom, int *__restrict__ perm,
+                             double *__restrict__ x, double *__restrict__ y, double *__restrict__ z,
+                             double *__restrict__ q, p2p_rec<R> *__restrict__ pk,
+                             int *__restrict__ cs, int *__restrict__ ce,
+                             int *__restrict__ chunk_end, int *__restrict__ chunk_leaf, int tinfoil,
+                             int nc, double *__restrict__ W0, double *__restrict__ red) {
+    __shared__ double c[3];
+    const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const double L = geom[G_SIDE];
     /* the vacuum boundary's dipole term is that of the charges wrapped into [0, L)^3 */
     if (threadIdx.x < 3)
-        c[threadIdx.x] = tinfoil ? pbc_cluster_centre(occ[threadIdx.x], L) : 0.5 * L;
+        c[threadIdx.x] =
+            tinfoil
+                ? pbc_cluster_centre(((const unsigned long long *)red)[RED_OCC + threadIdx.x], L)
+                : 0.5 * L;
     __syncthreads();
     double v[6] = {0, 0, 0, 0, 0, 0}; /* Q, D, S2, sum |q| */
-    unsigned long long r2max = 0;     /* bits of a non-negative double: ordered as the values */
-    for (long i = threadIdx.x; i < n; i += blockDim.x) {
+    unsigned long long r2 = 0;
+    if (i < n) {
         const double Y[3] = {pbc_cluster_offset(xyz[3 * i], c[0], L),
                              pbc_cluster_offset(xyz[3 * i + 1], c[1], L),
                              pbc_cluster_offset(xyz[3 * i + 2], c[2], L)};
-        const double qi = qin[i], r2 = Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2];
+        const double qi = qin[i], y2 = Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2];
         perm[i] = (int)i;
         x[i] = c[0] + Y[0], y[i] = c[1] + Y[1], z[i] = c[2] + Y[2], q[i] = qi;
         pk[i] = p2p_rec<R>{(R)Y[0], (R)Y[1], (R)Y[2], (R)qi};
-        const unsigned long long b = (unsigned long long)__double_as_longlong(r2);
-        r2max = b > r2max ? b : r2max;
-        v[0] += qi, v[1] += qi * Y[0], v[2] += qi * Y[1], v[3] += qi * Y[2], v[4] += qi * r2,
-            v[5] += fabs(qi);
+        r2 = (unsigned long long)__double_as_longlong(y2);
+        v[0] = qi, v[1] = qi * Y[0], v[2] = qi * Y[1], v[3] = qi * Y[2], v[4] = qi * y2,
+        v[5] = fabs(qi);
     }
     for (int s = 16; s > 0; s >>= 1) {
-        const unsigned long long b = __shfl_xor_sync(0xffffffffu, r2max, s);
-        r2max = b > r2max ? b : r2max;
+        const unsigned long long b = __shfl_xor_sync(0xffffffffu, r2, s);
+        r2 = b > r2 ? b : r2;
     }
-    if (lane == 0) atomicMax(&r2bits, r2max);
+    if ((threadIdx.x & 31) == 0 && r2) atomicMax((unsigned long long *)(red + RED_R2), r2);
     const int at[6] = {RED_Q, RED_D, RED_D + 1, RED_D + 2, RED_S2, RED_QABS};
-    block_add(red, at, v); /* synchronises the block */
+    block_add(red, at, v);
     const int chunks = (int)((n + 31) / 32);
-    for (int k = threadIdx.x; k < chunks; k += blockDim.x) chunk_leaf[k] = 0;
-    for (int k = threadIdx.x; k < nc; k += blockDim.x) W0[k] = 0.0;
-    if (threadIdx.x == 0) {
-        red[RED_COMPACT] = pbc_cluster_compact(__longlong_as_double((long long)r2bits), L);
-        for (int d = 0; d < 3; ++d) geom[G_LO + d] = c[d] - 0.5 * L;
-        cs[0] = 0, ce[0] = (int)n, chunk_end[0] = chunks;
+    if (i < chunks) chunk_leaf[i] = 0;
+    if (blockIdx.x == 0) {
+        for (int k = threadIdx.x; k < nc; k += blockDim.x) W0[k] = 0.0;
+        if (threadIdx.x < 3) geom[G_LO + threadIdx.x] = c[threadIdx.x] - 0.5 * L;
+        if (threadIdx.x == 0) cs[0] = 0, ce[0] = (int)n, chunk_end[0] = chunks;
     }
 }
 
@@ -348,9 +353,9 @@ __global__ void __launch_bounds__(32 * NW)
     const bool ok = lane / W < r;
     const p2p_rec<R> pi = ok ? pk[i] : p2p_rec<R>{0, 0, 0, 0};
     R pt = 0, fx = 0, fy = 0, fz = 0;
-    /* depth 0, open or with compact charges (red[RED_COMPACT], pbc/cluster.h): the cell with
-       itself only, its sources split among the warps (the 26 images act by M2L at the root) */
-    const bool alone = depth == 0 && (!periodic || red[RED_COMPACT] != 0.0);
+    /* depth 0, open or with compact charges (pbc/cluster.h): the cell with itself only, its
+       sources split among the warps (the 26 images act by M2L at the root) */
+    const bool alone = depth == 0 && (!periodic || root_compact(red, geom));
     for (int it = alone ? 0 : warp; it < (alone ? 1 : 27); it += alone ? 1 : NW) {
         const int nb = alone ? 13 : it, code = nb_code[nb];
         int b = nb_b[nb], e = nb_e[nb];
@@ -406,22 +411,28 @@ __global__ void __launch_bounds__(32 * NW)
 }
 
 /* periodic: U_root = Lambda (W_root - Q b), charge term dropped (the cell is neutralised); near
- * (depth 0) where red[RED_COMPACT]: + N W_root, the 26 nearest images (pbc/cluster.h) */
+ * (depth 0) with compact charges: + N W_root, the 26 nearest images (pbc/cluster.h). One warp per
+ * row, reading it along the lanes (a thread per row read the matrix down its columns: ~10 us on
+ * the critical path of a 3,345-atom evaluation at p 7, H100). */
 __global__ void k_lattice(int nc, const double *__restrict__ lat, const double *__restrict__ bg,
                           const double *__restrict__ near, const double *__restrict__ red,
-                          const double *__restrict__ W0, double *__restrict__ U0) {
+                          const double *__restrict__ geom, const double *__restrict__ W0,
+                          double *__restrict__ U0) {
     __shared__ double wn[hd_ncoef(FMM_GPU_PMAX)], w[hd_ncoef(FMM_GPU_PMAX)];
     const double Q = W0[0];
-    const bool images = near && red[RED_COMPACT] != 0.0;
+    const bool images = near && root_compact(red, geom);
     for (int j = threadIdx.x; j < nc; j += blockDim.x)
         wn[j] = j ? W0[j] - Q * bg[j] : 0.0, w[j] = W0[j];
     __syncthreads();
-    for (int k = threadIdx.x; k < nc; k += blockDim.x) {
+    const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+    for (int k = threadIdx.x >> 5; k < nc; k += nw) {
         double s = 0.0;
-        for (int j = 0; j < nc; ++j) s = fma(lat[(size_t)k * nc + j], wn[j], s);
-        if (images)
-            for (int j = 0; j < nc; ++j) s = fma(near[(size_t)k * nc + j], w[j], s);
-        U0[k] = s;
+        for (int j = lane; j < nc; j += 32) {
+            s = fma(lat[(size_t)k * nc + j], wn[j], s);
+            if (images) s = fma(near[(size_t)k * nc + j], w[j], s);
+        }
+        s = warp_sum(s);
+        if (lane == 0) U0[k] = s;
     }
 }
 
@@ -823,7 +834,8 @@ static int sym_plans(fmm_gpu *g, int depth) {
 
 template <typename R> static void launch_place(const fmm_gpu *g, cudaStream_t st) {
     if (g->periodic && g->depth == 0) {
-        k_root_place<R><<<1, 1024, 0, st>>>(
+        k_root_bins<<<blocks(g->n, 256), 256, 0, st>>>(g->n, g->xyz, g->geom, g->red);
+        k_root_place<R><<<blocks(g->n, 256), 256, 0, st>>>(
             g->n, g->xyz, g->qin, g->geom, g->perm, g->x, g->y, g->z, g->q, (p2p_rec<R> *)g->pk,
             g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->tinfoil, g->nc, g->W, g->red);
         return;
@@ -876,7 +888,8 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
     const long nleaf = 1L << (3 * D);
     cudaStream_t s0 = g->s0, s1 = ev ? g->s0 : g->s1;
     order_kernels K = order_table(g->p);
-    /* periodic depth 0: one kernel centres the cell and places the particles (k_root_place) */
+    /* periodic depth 0: two kernels centre the cell and place the particles (k_root_bins,
+     * k_root_place) */
     const bool root = g->periodic && D == 0;
     MARK(0);
     CU(cudaMemsetAsync(g->red, 0, sizeof(double) * RED_N, s0));
@@ -940,8 +953,8 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
         if (!ev) CU(cudaEventRecord(g->joinl[l], sl));
     }
     if (g->periodic)
-        k_lattice<<<1, 256, 0, s0>>>(nc, g->lattice, g->bg, root ? g->near_op : NULL, g->red, g->W,
-                                     g->U);
+        k_lattice<<<1, 1024, 0, s0>>>(nc, g->lattice, g->bg, root ? g->near_op : NULL, g->red,
+                                      g->geom, g->W, g->U);
     else /* levels 0 and 1 have no well-separated boxes */
         CU(cudaMemsetAsync(g->U, 0, sizeof(double) * nc * level_offset(D < 1 ? 1 : 2), s0));
     for (int l = l1; l <= D - split && !ev; ++l) CU(cudaStreamWaitEvent(s0, g->joinl[l], 0));
@@ -1113,7 +1126,8 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
     if (g->dev_pts) CU(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, g->s0));
     CU(cudaStreamSynchronize(g->s0));
     if (bad) return FMM_ERR_NONFINITE;
-    const int compact = g->periodic && g->depth == 0 && red[RED_COMPACT] != 0.0;
+    const int compact =
+        g->periodic && g->depth == 0 && pbc_cluster_compact(red[RED_R2], g->geom_host[G_SIDE]);
     if (e->compact && g->periodic && g->depth == 0) *e->compact = compact;
     if (e->energy) *e->energy = red[RED_ENERGY];
     if (e->virial)

@@ -37,21 +37,29 @@ PBC_HD int pbc_cluster_bin(double v, double L) {
     return b < 0 ? 0 : (b >= PBC_CLUSTER_BINS ? PBC_CLUSTER_BINS - 1 : b);
 }
 
+/* trailing zero bits of x != 0 */
+PBC_HD int pbc_ctz64(unsigned long long x) {
+#ifdef __CUDA_ARCH__
+    return __ffsll((long long)x) - 1;
+#else
+    return __builtin_ctzll(x);
+#endif
+}
+
 /* centre in [0, L) of the occupied bins of one axis (occ: bit b set where bin b holds a
- * charge): the middle of the circular arc left by the longest run of empty bins (the first
- * such run from bin 0 on a tie); L/2 where no bin is empty */
+ * charge): the middle of the circular arc left by the longest run of empty bins (the one that
+ * starts at the lowest bin on a tie); L/2 where no bin or every bin is empty */
 PBC_HD double pbc_cluster_centre(unsigned long long occ, double L) {
     const int nb = PBC_CLUSTER_BINS;
-    int best = 0, best_start = 0, run = 0, start = 0;
-    for (int i = 0; i < 2 * nb; ++i) {
-        if (occ >> (i % nb) & 1ull) {
-            run = 0;
-            continue;
-        }
-        if (run == 0) start = i;
-        if (++run > best && run <= nb) best = run, best_start = start % nb;
+    if (occ == 0 || occ == ~0ull) return 0.5 * L;
+    int best = 0, best_start = 0;
+    for (int s = 0; s < nb; ++s) {
+        /* s starts a run: empty, after an occupied bin; its length, the zeros from s on */
+        if ((occ >> s & 1ull) || !(occ >> ((s + nb - 1) % nb) & 1ull)) continue;
+        const unsigned long long rot = s ? occ >> s | occ << (nb - s) : occ;
+        const int run = pbc_ctz64(rot);
+        if (run > best) best = run, best_start = s;
     }
-    if (best == 0 || best == nb) return 0.5 * L;
     const double mid = best_start + best + 0.5 * (nb - best); /* in bins, may pass nb */
     const double c = mid * (L / nb);
     return c < L ? c : c - L;
