@@ -80,9 +80,10 @@ typedef struct fmm_opts {
     int threads;      /* OpenMP threads; 0 = the OpenMP default */
     int periodic;     /* 0 = open boundary, 1 = periodic box */
     int boundary;     /* periodic only: enum fmm_boundary */
-    int device;       /* enum fmm_device. CUDA: a uniform tree (depth from n unless given),
-                         order <= 20 (FMM_ERR_TOLERANCE for a tolerance that needs more: below
-                         about 3e-8 open, 2e-7 periodic) */
+    int device;       /* enum fmm_device. CUDA: a uniform tree (depth from n unless given;
+                         periodic, at most 8192 charges, all within 0.3 L of a centre: depth 0,
+                         README), order <= 20 (FMM_ERR_TOLERANCE for a tolerance that needs more:
+                         below about 3e-8 open, 2e-7 periodic) */
     int precision;    /* enum fmm_precision: DOUBLE (default) or MIXED (CUDA only; FMM_ERR_ARG on
                          the CPU, FMM_ERR_TOLERANCE below FMM_MIXED_TOL_MIN) */
 } fmm_opts;
@@ -95,7 +96,8 @@ typedef struct fmm_info {
     long nboxes;     /* tree boxes */
     long nleaves;    /* leaf boxes */
     double side;     /* side length of the root cube */
-    double center[3];
+    double center[3]; /* its centre (periodic at depth 0 the cell is centred on the charges: the
+                         CPU reports that centre, a CUDA plan, which finds it on the device, L/2) */
 } fmm_info;
 
 typedef struct fmm_plan fmm_plan;
