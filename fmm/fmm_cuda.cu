@@ -95,7 +95,10 @@ struct fmm_gpu {
     cudaStream_t s0, s1, s2;
     cudaStream_t sl[11];     /* per coarse level: the stream its M2L forks from, so the levels run side by side */
     cudaEvent_t fork, join, fork2, join2, t0, t1, forkl, joinl[11];
-    cudaEvent_t cin, cout;   /* device-resident calls: the caller's stream -> s0 and back */
+    cudaStream_t last; /* the stream the plan's work went on last (plan_stream) */
+    int have_last;
+    cudaEvent_t sw;          /* a switch of streams: the new one waits for the last one */
+    int geom_moved;          /* a depth-0 graph moves the cell's corner in geom on the device */
     int *bad;                /* device-resident positions: set where one is not finite */
     int dev_pts; /* the current positions came from the device (the host never checked them) */
     double geom_host[G_N];   /* what g->geom holds */
@@ -684,8 +687,7 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     if (g->t0) cudaEventDestroy(g->t0);
     if (g->t1) cudaEventDestroy(g->t1);
     if (g->forkl) cudaEventDestroy(g->forkl);
-    if (g->cin) cudaEventDestroy(g->cin);
-    if (g->cout) cudaEventDestroy(g->cout);
+    if (g->sw) cudaEventDestroy(g->sw);
     for (int l = 0; l < 11; ++l) {
         if (g->sl[l]) cudaStreamDestroy(g->sl[l]);
         if (g->joinl[l]) cudaEventDestroy(g->joinl[l]);
@@ -732,8 +734,7 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     CU(cudaEventCreate(&g->t0));
     CU(cudaEventCreate(&g->t1));
     CU(cudaEventCreateWithFlags(&g->forkl, cudaEventDisableTiming));
-    CU(cudaEventCreateWithFlags(&g->cin, cudaEventDisableTiming));
-    CU(cudaEventCreateWithFlags(&g->cout, cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&g->sw, cudaEventDisableTiming));
     for (int l = 0; l < 11; ++l) {
         CU(cudaStreamCreateWithPriority(&g->sl[l], cudaStreamNonBlocking, g->prio[0]));
         CU(cudaEventCreateWithFlags(&g->joinl[l], cudaEventDisableTiming));
@@ -1008,16 +1009,17 @@ static int graph_for(fmm_gpu *g, int v, cudaGraphExec_t *out) {
     return FMM_OK;
 }
 
-/* device-resident calls: the plan's work (on s0) starts after what the caller queued on its stream
-   so far, and what the caller queues afterwards starts after the plan's work */
-static int caller_to_plan(fmm_gpu *g, cudaStream_t caller) {
-    CU(cudaEventRecord(g->cin, caller));
-    CU(cudaStreamWaitEvent(g->s0, g->cin, 0));
-    return FMM_OK;
-}
-static int plan_to_caller(fmm_gpu *g, cudaStream_t caller) {
-    CU(cudaEventRecord(g->cout, g->s0));
-    CU(cudaStreamWaitEvent(caller, g->cout, 0));
+/* The plan's work goes on one stream at a time: s0 for the host entry points, the caller's stream
+ * for device-resident calls, so that an MD code's steps, which pass the same stream each time, pay
+ * no events (an event pair on the way in and one on the way out of each call cost the 3,345-atom
+ * droplet's GROMACS step ~8 of its ~20 us of FMM host time). A call on another stream than the last
+ * first has it wait for all the plan queued before. */
+static int plan_stream(fmm_gpu *g, cudaStream_t st) {
+    if (g->have_last && g->last != st) {
+        CU(cudaEventRecord(g->sw, g->last));
+        CU(cudaStreamWaitEvent(st, g->sw, 0));
+    }
+    g->last = st, g->have_last = 1;
     return FMM_OK;
 }
 
@@ -1027,7 +1029,7 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int src, cons
     if (depth < 0 || depth > 10) return FMM_ERR_DEPTH;
     const int recapture = n != g->n || depth != g->depth;
     /* a device-resident caller does not wait for the plan: its last evaluation may still run */
-    if (recapture && src == FMM_GPU_DEVICE_F32) CU(cudaStreamSynchronize(g->s0));
+    if (recapture && g->have_last) CU(cudaStreamSynchronize(g->last));
     int rc = alloc_particles(g, n);
     if (!rc) rc = alloc_tree(g, depth);
     if (!rc) rc = alloc_chunk_leaf(g, n, depth);
@@ -1042,31 +1044,32 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int src, cons
     cudaGraphExec_t ex;
     TRY(graph_for(g, 0, &ex));
     const int dev = src == FMM_GPU_DEVICE_F32;
+    const cudaStream_t st = dev ? (cudaStream_t)stream : g->s0;
     g->dev_pts = dev;
-    if (dev) TRY(caller_to_plan(g, (cudaStream_t)stream));
-    if (memcmp(geom, g->geom_host,
-               sizeof geom)) { /* the stack array is staged before this returns */
-        CU(cudaMemcpyAsync(g->geom, geom, sizeof geom, cudaMemcpyHostToDevice, g->s0));
+    TRY(plan_stream(g, st));
+    /* (the stack array is staged before this returns); a depth-0 evaluation writes the corner of
+       its cell itself, which a deeper tree must not inherit */
+    if (memcmp(geom, g->geom_host, sizeof geom) || (g->geom_moved && depth > 0)) {
+        CU(cudaMemcpyAsync(g->geom, geom, sizeof geom, cudaMemcpyHostToDevice, st));
         memcpy(g->geom_host, geom, sizeof geom);
+        g->geom_moved = 0;
     }
-    /* periodic depth 0: each evaluation moves the cell's corner on the device (k_root_place), so
-       the next setpts uploads the geometry again */
-    if (g->periodic && depth == 0) g->geom_host[G_LO] = NAN;
+    if (g->periodic && depth == 0) g->geom_moved = 1;
     if (dev) {
-        CU(cudaMemsetAsync(g->bad, 0, sizeof(int), g->s0));
+        CU(cudaMemsetAsync(g->bad, 0, sizeof(int), st));
         const long nb = (3 * n + 255) / 256;
-        k_widen_check<<<(unsigned)(nb < 4096 ? nb : 4096), 256, 0, g->s0>>>(
-            3 * n, (const float *)xyz, g->xyz, g->bad);
+        k_widen_check<<<(unsigned)(nb < 4096 ? nb : 4096), 256, 0, st>>>(3 * n, (const float *)xyz,
+                                                                         g->xyz, g->bad);
         CU(cudaGetLastError());
-        return plan_to_caller(g, (cudaStream_t)stream);
+        return FMM_OK;
     }
     if (src == FMM_GPU_HOST_F32) {
-        CU(cudaMemcpyAsync(g->stage, xyz, sizeof(float) * 3 * n, cudaMemcpyHostToDevice, g->s0));
-        TRY(convert(3 * n, g->stage, g->xyz, g->s0));
+        CU(cudaMemcpyAsync(g->stage, xyz, sizeof(float) * 3 * n, cudaMemcpyHostToDevice, st));
+        TRY(convert(3 * n, g->stage, g->xyz, st));
     } else {
-        CU(cudaMemcpyAsync(g->xyz, xyz, sizeof(double) * 3 * n, cudaMemcpyHostToDevice, g->s0));
+        CU(cudaMemcpyAsync(g->xyz, xyz, sizeof(double) * 3 * n, cudaMemcpyHostToDevice, st));
     }
-    CU(cudaStreamSynchronize(g->s0));
+    CU(cudaStreamSynchronize(st));
     return FMM_OK;
 }
 
@@ -1092,39 +1095,40 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
     const int f32 = e->f32, dev = e->d_force != NULL;
     cudaGraphExec_t ex;
     TRY(graph_for(g, e->parts && g->periodic, &ex));
-    if (dev) TRY(caller_to_plan(g, (cudaStream_t)e->stream));
+    const cudaStream_t st = dev ? (cudaStream_t)e->stream : g->s0;
+    TRY(plan_stream(g, st));
     if (e->q && f32) {
-        CU(cudaMemcpyAsync(g->stage, e->q, sizeof(float) * n, cudaMemcpyHostToDevice, g->s0));
-        TRY(convert(n, g->stage, g->qin, g->s0));
+        CU(cudaMemcpyAsync(g->stage, e->q, sizeof(float) * n, cudaMemcpyHostToDevice, st));
+        TRY(convert(n, g->stage, g->qin, st));
     } else if (e->q) {
-        CU(cudaMemcpyAsync(g->qin, e->q, sizeof(double) * n, cudaMemcpyHostToDevice, g->s0));
+        CU(cudaMemcpyAsync(g->qin, e->q, sizeof(double) * n, cudaMemcpyHostToDevice, st));
     }
-    CU(cudaGraphLaunch(ex, g->s0));
+    CU(cudaGraphLaunch(ex, st));
     const size_t w = f32 ? sizeof(float) : sizeof(double);
     const char *out = (const char *)g->out;
     void *phi = e->phi, *field = e->field;
     if (dev) {
         const long nb = (3 * n + 255) / 256;
-        k_forces<<<(unsigned)(nb < 4096 ? nb : 4096), 256, 0, g->s0>>>(n, g->qin, g->out,
-                                                                       e->force_scale, e->d_force);
+        k_forces<<<(unsigned)(nb < 4096 ? nb : 4096), 256, 0, st>>>(n, g->qin, g->out,
+                                                                    e->force_scale, e->d_force);
         CU(cudaGetLastError());
     } else if (f32 && (phi || field)) { /* out is phi[n] then field[3n]: round what is asked for */
         const long first = phi ? 0 : n;
-        TRY(convert(4 * n - first - (field ? 0 : 3 * n), g->out + first, g->stage + first, g->s0));
+        TRY(convert(4 * n - first - (field ? 0 : 3 * n), g->out + first, g->stage + first, st));
         out = (const char *)g->stage;
     }
-    if (phi) CU(cudaMemcpyAsync(phi, out, w * n, cudaMemcpyDeviceToHost, g->s0));
-    if (field) CU(cudaMemcpyAsync(field, out + w * n, w * 3 * n, cudaMemcpyDeviceToHost, g->s0));
-    if (dev) TRY(plan_to_caller(g, (cudaStream_t)e->stream));
+    if (phi) CU(cudaMemcpyAsync(phi, out, w * n, cudaMemcpyDeviceToHost, st));
+    if (field) CU(cudaMemcpyAsync(field, out + w * n, w * 3 * n, cudaMemcpyDeviceToHost, st));
     /* a device-resident call returns at once unless it reports the energy or virial */
     if (dev && !e->energy && !e->parts) return FMM_OK;
     fmm_gpu_virial_parts *parts = e->parts;
     double red[RED_N];
     int bad = 0;
-    if (parts) CU(cudaMemcpyAsync(parts->wroot, g->W, sizeof(double) * g->nc, cudaMemcpyDeviceToHost, g->s0));
-    CU(cudaMemcpyAsync(red, g->red, sizeof red, cudaMemcpyDeviceToHost, g->s0));
-    if (g->dev_pts) CU(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, g->s0));
-    CU(cudaStreamSynchronize(g->s0));
+    if (parts)
+        CU(cudaMemcpyAsync(parts->wroot, g->W, sizeof(double) * g->nc, cudaMemcpyDeviceToHost, st));
+    CU(cudaMemcpyAsync(red, g->red, sizeof red, cudaMemcpyDeviceToHost, st));
+    if (g->dev_pts) CU(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, st));
+    CU(cudaStreamSynchronize(st));
     if (bad) return FMM_ERR_NONFINITE;
     const int compact =
         g->periodic && g->depth == 0 && pbc_cluster_compact(red[RED_R2], g->geom_host[G_SIDE]);
@@ -1148,6 +1152,7 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
 
 extern "C" int fmm_gpu_time(fmm_gpu *g, int reps, double *ms) {
     if (!g->exec[0] || reps < 1) return FMM_ERR_NOPTS;
+    TRY(plan_stream(g, g->s0));
     for (int r = 0; r < 3; ++r) CU(cudaGraphLaunch(g->exec[0], g->s0)); /* warm-up */
     for (int r = 0; r < reps; ++r) {
         CU(cudaEventRecord(g->t0, g->s0));
@@ -1163,6 +1168,7 @@ extern "C" int fmm_gpu_time(fmm_gpu *g, int reps, double *ms) {
 
 extern "C" int fmm_gpu_stage_times(fmm_gpu *g, int reps, double *ms) {
     if (!g->exec[0] || reps < 1) return FMM_ERR_NOPTS;
+    TRY(plan_stream(g, g->s0));
     cudaEvent_t ev[FMM_GPU_NSTAGE + 1] = {0};
     int rc = FMM_OK;
     for (int k = 0; k <= FMM_GPU_NSTAGE && !rc; ++k)

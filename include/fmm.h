@@ -142,10 +142,11 @@ int fmm_executef(fmm_plan *plan, const float *q, float *phi, float *field, doubl
 /* Device-resident positions and forces (CUDA plans, periodic boxes), for callers whose data
  * live on the GPU, such as an MD code that integrates there: no copies over the bus and no wait.
  * d_xyz (3n floats, interleaved) and d_force (3n floats) are device pointers; stream is the
- * caller's cudaStream_t (NULL: the legacy default stream). The plan's work starts after what the
- * caller queued on `stream` before the call, and what it queues there afterwards starts after the
- * plan's work, so the caller orders its own kernels by its stream alone; d_xyz may change once
- * the work queued after fmm_cuda_setptsf has begun.
+ * caller's cudaStream_t (NULL: the legacy default stream). The plan's work goes on `stream` itself
+ * (its evaluation graph forks and joins there): it starts after what the caller queued on `stream`
+ * before the call, and what it queues there afterwards starts after the plan's work, so the caller
+ * orders its own kernels by its stream alone; d_xyz may change once the work queued after
+ * fmm_cuda_setptsf has begun.
  * fmm_cuda_setptsf: as fmm_setptsf, but the coordinates are not seen by the host: with a
  *   non-finite one, every later call on these positions that waits for the device (fmm_execute,
  *   fmm_executef, fmm_cuda_forcesf asked for energy or virial) returns FMM_ERR_NONFINITE, and the

@@ -276,13 +276,20 @@ TEST(Bldtt, BltcAgreesWithBldtt) {
         bldtt_opts a = opts(BLDTT_COULOMB, 0.7, 4, 40), b = opts(BLDTT_COULOMB, 0.7, 4, 40, BLDTT_METHOD_BLTC);
         Result ra = run(a, s), rb = run(b, s), ref = direct(a, s);
         double ea = rel_err(ra.phi, ref.phi), eb = rel_err(rb.phi, ref.phi), eab = rel_err(ra.phi, rb.phi);
-        std::cout << dist_name(d) << " BLDTT " << ea << " BLTC " << eb << " between " << eab << std::endl;
+        std::cout << dist_name(d) << " BLDTT " << ea << " BLTC " << eb << " between " << eab
+                  << "; BLDTT pairs " << ra.info.pairs[0] << "/" << ra.info.pairs[1] << "/"
+                  << ra.info.pairs[2] << "/" << ra.info.pairs[3] << std::endl;
         EXPECT_LT(ea, 1e-4);
         EXPECT_LT(eb, 3e-4); // BLTC is the less accurate of the two at equal (theta, n) (WVK Table 2)
         EXPECT_LE(eab, 1.01 * (ea + eb));
         EXPECT_EQ(rb.info.pairs[2] + rb.info.pairs[3], 0) << "BLTC has no CP/CC";
         EXPECT_GT(rb.info.pairs[1], 0);
-        EXPECT_GT(ra.info.pairs[3], 0);
+        // the dual traversal's cluster-target forms; a Gaussian set of 8000 has only 0-50 CC pairs
+        // at (0.7, 4, 40) (seed 12267817498007079654: none, CP 651)
+        EXPECT_GT(ra.info.pairs[2], 0);
+        if (d == UNIFORM) {
+            EXPECT_GT(ra.info.pairs[3], 0);
+        }
     }
 }
 
