@@ -8,7 +8,7 @@
 #              /usr/src/googletest carried by the caller); TARGETS="a b" builds only those
 #   test       the GPU GoogleTest suite (test_gpu) and test_api's plan checks (CUDA device, precision)
 #   sanitizer  compute-sanitizer memcheck and racecheck on a small case
-#   fmm        the whole FMM: SPC/E water 24k / 100k / 1M periodic (vs CPU FMM and Ewald) and
+#   fmm        the whole FMM: SPC/E water 24k / 100k / 1M and the 3k droplet, periodic (vs CPU FMM and Ewald), and
 #              uniform open sets up to 1e7 (vs CPU FMM, sampled direct sum, GPU direct sum)
 #   m2l        build/bin/m2l-bench over p = 2..20, depths 3..5
 #   helpers    bench/<solver>/gpu.sh of the auxiliary solvers, where present (HELPERS="bldtt fgt rbf",
@@ -92,6 +92,14 @@ if has fmm; then
     water spce_24k 3 200 --in $W/spce_24k.xyzq
     [ -f $W/build/tile_nx16.xyzq ] && water spce_100k 4 200 --in $W/build/tile_nx16.xyzq --tile 2
     [ -f $W/build/tile_nx14.xyzq ] && water spce_1m 5 50 --in $W/build/tile_nx14.xyzq --tile 5
+    # the 3,345-atom droplet in its 10 nm box: compact, so the automatic depth is 0 (pbc/cluster.h);
+    # depth 2, the tree it had before, for comparison
+    for prec in mixed double; do
+        for d in -1 2; do
+            run --label droplet --in $W/spce_droplet_r2.xyzq --periodic --tolerance 1e-3 --precision $prec \
+                --depth $d --reps 400 --reference ewald
+        done
+    done
     for prec in double mixed; do
         run --label uniform_open --uniform 1000000 --tolerance 1e-4 --precision $prec --reps 50 --reference direct
         run --label uniform_open --uniform 10000000 --order 7 --precision $prec --reps 10 --reference sample
