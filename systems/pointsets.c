@@ -181,6 +181,21 @@ int pts_sphere_surface(long n, uint64_t seed, double *xyz, double *q)
     return PTS_OK;
 }
 
+int pts_ball(long n, uint64_t seed, double *xyz, double *q) {
+    if (!xyz || !q || !count_ok(n, 1)) return PTS_ERR_ARG;
+    pts_rng r;
+    rng_seed(&r, seed, STREAM_POS);
+    for (long i = 0; i < n; i++) {
+        double *v = xyz + 3 * i, r2;
+        do { /* the cube [-1, 1)^3, drawn again outside the ball */
+            r2 = 0.0;
+            for (int d = 0; d < 3; d++) v[d] = 2.0 * rng_u01(&r) - 1.0, r2 += v[d] * v[d];
+        } while (r2 > 1.0);
+    }
+    neutral_charges(n, seed, q);
+    return PTS_OK;
+}
+
 /* SPC/E geometry and charges. */
 #define WATER_DENSITY 33.4 /* molecules per nm^3 */
 #define WATER_QO (-0.8476)

@@ -52,6 +52,10 @@ int pts_plummer(long n, uint64_t seed, double *xyz, double *q);
  * Charges as in pts_uniform. */
 int pts_sphere_surface(long n, uint64_t seed, double *xyz, double *q);
 
+/* Uniform random points in the unit ball centred at the origin: a compact cluster (scaled
+ * and placed in a large periodic box, a droplet in vacuum). Charges as in pts_uniform. */
+int pts_ball(long n, uint64_t seed, double *xyz, double *q);
+
 /* Water-like system: nmol rigid SPC/E molecules (O -0.8476 e, H +0.4238 e, O-H 0.1 nm,
  * H-O-H 109.47 deg), random orientations, oxygens on a jittered simple-cubic lattice at the
  * number density of liquid water (33.4 molecules / nm^3). Units: nm and e. Writes 3*nmol

@@ -191,23 +191,14 @@ TEST(GpuPeriodic, CompactClusterAtDepthZero) {
     SKIP_WITHOUT_GPU();
     std::mt19937_64 g(test_seed());
     const double L = 5.0, box[3] = {L, L, L}, R = 0.25 * L; // 2R / L = 0.5 < PBC_COMPACT_RHO
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
     for (double net : {0.0, 2.0}) {
         SCOPED_TRACE("net " + std::to_string(net));
         const long n = 3000;
         std::vector<double> xyz(3 * n), q(n);
-        double s = 0;
-        for (long i = 0; i < n; ++i) {
-            double v[3], r2;
-            do {
-                r2 = 0;
-                for (double &c : v) c = u(g), r2 += c * c;
-            } while (r2 > 1);
-            for (int d = 0; d < 3; ++d)
-                xyz[3 * i + d] = R * v[d] + (d == 1 ? 0.5 * L : 0.0); // around (0, L/2, 0)
-            q[i] = u(g), s += q[i];
-        }
-        for (auto &v : q) v += (net - s) / n;
+        ASSERT_EQ(pts_ball(n, g(), xyz.data(), q.data()), PTS_OK);
+        for (long i = 0; i < 3 * n; ++i)
+            xyz[i] = R * xyz[i] + (i % 3 == 1 ? 0.5 * L : 0.0); // around (0, L/2, 0)
+        for (auto &v : q) v += net / n;
         Out ref;
         ref.phi.resize(n), ref.field.resize(3 * n);
         ASSERT_EQ(fmm_ewald(n, xyz.data(), q.data(), box, 1e-12, ref.phi.data(), ref.field.data(),

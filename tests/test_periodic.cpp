@@ -257,23 +257,15 @@ TEST(PeriodicEwald, VirialNeutralAndChargedTinfoil) {
 // the root multipole. A cluster too wide for that (2R/L = 0.8) keeps the images' direct sums.
 TEST(PeriodicEwald, CompactClusterInOneLeaf) {
     std::mt19937_64 g(test_seed());
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
     const double L = 3.0, box[3] = {L, L, L};
     for (double R : {0.25 * L, 0.4 * L})
         for (double Qnet : {0.0, 2.5}) {
             const long n = 400;
+            const double ctr[3] = {0.1 * L, 0.97 * L, 0.5 * L};
             std::vector<double> xyz(3 * n), q(n);
-            double s = 0, ctr[3] = {0.1 * L, 0.97 * L, 0.5 * L};
-            for (long i = 0; i < n; ++i) {
-                double v[3], r2;
-                do {
-                    r2 = 0;
-                    for (double &c : v) c = u(g), r2 += c * c;
-                } while (r2 > 1);
-                for (int d = 0; d < 3; ++d) xyz[3 * i + d] = std::fmod(ctr[d] + R * v[d] + L, L);
-                q[i] = u(g), s += q[i];
-            }
-            for (auto &v : q) v += (Qnet - s) / n;
+            ASSERT_EQ(pts_ball(n, g(), xyz.data(), q.data()), PTS_OK);
+            for (long i = 0; i < 3 * n; ++i) xyz[i] = std::fmod(ctr[i % 3] + R * xyz[i] + L, L);
+            for (auto &v : q) v += Qnet / n;
             Result ref;
             ref.phi.resize(n), ref.field.resize(3 * n);
             double Wref[9];
