@@ -198,10 +198,10 @@ __device__ __forceinline__ bool root_compact(const double *red, const double *ge
 /* Depth 0, periodic (pbc/cluster.h): the cell centred on the charges, in two kernels over the
  * particles that stand for the binning's five graph nodes (one leaf: no sort). First the occupied
  * bins of each axis; then every block finds the centre from them and places its particles in
- * caller order, each wrapped to within L/2 of the centre, with the moments that the tin-foil term
- * and the virial take (k_moments' sums) and the largest |Y|^2 (compactness); block 0 writes the
- * cell's corner (geom), the leaf's range and chunk count, and a zero root multipole for the P2M's
- * sums. (One block doing all of it took ~17 us for 3,345 charges on an H100.) */
+ * caller order, each wrapped to within L/2 of the centre, with the largest |Y|^2 (compactness);
+ * block 0 writes the cell's corner (geom), the leaf's range and chunk count, and a zero root
+ * multipole for the P2M's sums. The cell's moments come from k_moments, as in a tree. (With one block doing all of it, fmm-gpu-bench's binning stage of the 3,345-atom droplet
+ * took 0.020-0.021 ms on an H100; with the two kernels, 0.018-0.019.) */
 __global__ void k_root_bins(long n, const double *__restrict__ xyz, const double *__restrict__ geom,
                             double *__restrict__ red) {
     const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -234,7 +234,6 @@ __global__ void k_root_place(long n, const double *__restrict__ xyz, const doubl
                 ? pbc_cluster_centre(((const unsigned long long *)red)[RED_OCC + threadIdx.x], L)
                 : 0.5 * L;
     __syncthreads();
-    double v[6] = {0, 0, 0, 0, 0, 0}; /* Q, D, S2, sum |q| */
     unsigned long long r2 = 0;
     if (i < n) {
         const double Y[3] = {pbc_cluster_offset(xyz[3 * i], c[0], L),
@@ -245,16 +244,12 @@ __global__ void k_root_place(long n, const double *__restrict__ xyz, const doubl
         x[i] = c[0] + Y[0], y[i] = c[1] + Y[1], z[i] = c[2] + Y[2], q[i] = qi;
         pk[i] = p2p_rec<R>{(R)Y[0], (R)Y[1], (R)Y[2], (R)qi};
         r2 = (unsigned long long)__double_as_longlong(y2);
-        v[0] = qi, v[1] = qi * Y[0], v[2] = qi * Y[1], v[3] = qi * Y[2], v[4] = qi * y2,
-        v[5] = fabs(qi);
     }
     for (int s = 16; s > 0; s >>= 1) {
         const unsigned long long b = __shfl_xor_sync(0xffffffffu, r2, s);
         r2 = b > r2 ? b : r2;
     }
     if ((threadIdx.x & 31) == 0 && r2) atomicMax((unsigned long long *)(red + RED_R2), r2);
-    const int at[6] = {RED_Q, RED_D, RED_D + 1, RED_D + 2, RED_S2, RED_QABS};
-    block_add(red, at, v);
     const int chunks = (int)((n + 31) / 32);
     if (i < chunks) chunk_leaf[i] = 0;
     if (blockIdx.x == 0) {
@@ -415,8 +410,9 @@ __global__ void __launch_bounds__(32 * NW)
 
 /* periodic: U_root = Lambda (W_root - Q b), charge term dropped (the cell is neutralised); near
  * (depth 0) with compact charges: + N W_root, the 26 nearest images (pbc/cluster.h). One warp per
- * row, reading it along the lanes (a thread per row read the matrix down its columns: ~10 us on
- * the critical path of a 3,345-atom evaluation at p 7, H100). */
+ * row, reading it along the lanes (with a thread per row reading the matrix down its columns the
+ * lattice stage of the 3,345-atom droplet took 0.011 ms on an H100 in fmm-gpu-bench's stage times;
+ * 0.0056 ms now). */
 __global__ void k_lattice(int nc, const double *__restrict__ lat, const double *__restrict__ bg,
                           const double *__restrict__ near, const double *__restrict__ red,
                           const double *__restrict__ geom, const double *__restrict__ W0,
@@ -914,7 +910,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
      * the far field's path */
     CU(cudaEventRecord(g->fork, s0));
     CU(cudaStreamWaitEvent(s1, g->fork, 0));
-    if (g->periodic && !root)
+    if (g->periodic)
         k_moments<<<blocks(n, 256), 256, 0, s1>>>(n, g->x, g->y, g->z, g->q, g->geom, g->red);
     double *fshift = virial && g->periodic ? g->red + RED_FSHIFT : NULL;
     if (g->mixed)
@@ -1011,9 +1007,10 @@ static int graph_for(fmm_gpu *g, int v, cudaGraphExec_t *out) {
 
 /* The plan's work goes on one stream at a time: s0 for the host entry points, the caller's stream
  * for device-resident calls, so that an MD code's steps, which pass the same stream each time, pay
- * no events (an event pair on the way in and one on the way out of each call cost the 3,345-atom
- * droplet's GROMACS step ~8 of its ~20 us of FMM host time). A call on another stream than the last
- * first has it wait for all the plan queued before. */
+ * no events (before, each call had an event pair on the way in and one on the way out; the GROMACS
+ * module's host time per droplet step was 0.016-0.018 ms after, 0.018-0.028 before, measured on
+ * different H100 machines). A call on another stream than the last first has it wait for all the
+ * plan queued before. */
 static int plan_stream(fmm_gpu *g, cudaStream_t st) {
     if (g->have_last && g->last != st) {
         CU(cudaEventRecord(g->sw, g->last));
