@@ -3,6 +3,7 @@
 // ladder, translation invariance, the vacuum boundary, and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -304,6 +305,24 @@ TEST(PeriodicEwald, CompactClusterInOneLeaf) {
                 EXPECT_LT(ev, 20 * bound);
             }
         }
+}
+
+// The cluster the test above uses: inside the unit ball, neutral, and bad arguments refused.
+TEST(PointSets, BallIsInsideAndNeutral) {
+    std::vector<double> xyz(3 * 5000), q(5000);
+    ASSERT_EQ(pts_ball(5000, test_seed(), xyz.data(), q.data()), PTS_OK);
+    double qs = 0, qa = 0, rmax = 0;
+    for (long i = 0; i < 5000; ++i) {
+        const double *v = &xyz[3 * i];
+        rmax = std::max(rmax, v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+        qs += q[i], qa += std::fabs(q[i]);
+    }
+    EXPECT_LE(rmax, 1.0);
+    EXPECT_GT(rmax, 0.99); // it fills the ball
+    EXPECT_LT(std::fabs(qs), 1e-12 * qa);
+    EXPECT_EQ(pts_ball(0, 1, xyz.data(), q.data()), PTS_ERR_ARG);
+    EXPECT_EQ(pts_ball(10, 1, nullptr, q.data()), PTS_ERR_ARG);
+    EXPECT_EQ(pts_ball(10, 1, xyz.data(), nullptr), PTS_ERR_ARG);
 }
 
 // The reference itself: Ewald's virial is W_ab = -dU/d eps_ab with the particles and the box
