@@ -23,7 +23,8 @@ static const char *help =
     "  fit     --centers FILE: one centre per line 'x y z f' ('#' comments, blank lines ok);\n"
     "          writes MODEL (text: shape, alpha, then 'x y z lambda' per centre, %.17g).\n"
     "          stdout: n, iterations, max_residual (max|f - s(x_i)| / max|f|), matvec,\n"
-    "          setup_s, fit_s, time_s (setup + fit, without file I/O)\n"
+    "          single_passes (of the mat-vecs, those in single precision), setup_s, fit_s,\n"
+    "          time_s (setup + fit, without file I/O)\n"
     "  eval    --points FILE: 'x y z' per line (further columns ignored); --out: s per line.\n"
     "          stdout: n, m, time_s\n"
     "  deform  --mesh: legacy ASCII VTK unstructured grid; --displacements: 'x y z dx dy dz'\n"
@@ -116,8 +117,11 @@ static int cmd_fit(args *A) {
         fprintf(stderr, "fmm rbf fit: error writing '%s'\n", A->out);
         goto done;
     }
-    printf("n %ld\niterations %d\nmax_residual %.6e\nmatvec %s\nsetup_s %.6f\nfit_s %.6f\ntime_s %.6f\n", n,
-           r.iterations, r.max_residual, matvecs[r.matvec], r.time_setup_s, r.time_fit_s, t1 - t0);
+    printf(
+        "n %ld\niterations %d\nmax_residual %.6e\nmatvec %s\nsingle_passes %d\nsetup_s %.6f\nfit_s "
+        "%.6f\ntime_s %.6f\n",
+        n, r.iterations, r.max_residual, matvecs[r.matvec], r.single_passes, r.time_setup_s,
+        r.time_fit_s, t1 - t0);
     status = 0;
 done:
     fmm_rbf_destroy(p);

@@ -91,6 +91,7 @@ typedef struct fmm_rbf_result {
     double time_setup_s; /* fmm_rbf_setpts time: k-d tree, L-sets, local solves */
     double time_fit_s;   /* this fmm_rbf_execute */
     double time_matvec_s;/* of which in mat-vecs */
+    int single_passes;   /* mat-vec passes in single precision (CPU direct sums: rbf/rbf.c) */
     int matvec;          /* the mat-vec used (DIRECT, SERIES or BLDTT) */
     int device;          /* where it ran */
 } fmm_rbf_result;

@@ -11,7 +11,16 @@
  * 1e-13 has to see. So the column sums are compensated: a block of RBF_SYM_BLOCK row pairs adds
  * into a plain partial column sum (a short chain of small terms), which is then folded into the
  * running sum by TwoSum, its error kept in a second buffer. Compensating every row pair instead
- * cost 5-10% of the mat-vec (20000 centres, 2 threads: 84-94 against 80-82 ms uncompensated). */
+ * cost 5-10% of the mat-vec (20000 centres, 2 threads: 84-94 against 80-82 ms uncompensated).
+ *
+ * The symmetric sum also runs in single precision (kernel values, products and partial sums in
+ * float, the sums over runs of columns in double): the square root of 2W floats takes about as
+ * long as that of W doubles on Zen 3, so a pass is ~2.7x faster (20000 centres, 2 threads: 30
+ * against 82 ms), at an absolute error of up to 3-4 u_f phi_max ||w||_2 in a row (u_f = 2^-24).
+ * Rounding the coordinates to float costs no more accuracy than that: a kernel value's error is
+ * u_f-absolute either way (keeping their low parts in a second float, as double-float, made the
+ * pass 1.4x slower for 6% less error). The fit (rbf.c) takes such passes where that error is
+ * small enough. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -21,6 +30,7 @@
 #include "rbf/rbf_internal.h"
 
 #define W SIMD_W
+#define WF (2 * SIMD_W) /* floats per vector */
 #define RBF_TILE 4096
 #define RBF_CHUNK 64 /* targets per work item of the target sums (even) */
 /* columns per tile of the symmetric sum: 2048 (96 KiB of x y z w and the thread's o, e) stay in L2
@@ -98,7 +108,7 @@ static inline __attribute__((always_inline)) simd_d two_sum_err(simd_d s, simd_d
     return (a - (s - bb)) + (b - bb);
 }
 
-/* Rows i and i + 1 against the columns [j0, j1) (all past i + 1; j1 a multiple of W), for NW
+/* Rows i and i + 1 against the columns [j0, j1) (all past i + 1; j0, j1 multiples of W), for NW
  * weight vectors w + k np at once: each kernel value feeds both its row (o[k np + i], o[k np + i +
  * 1]) and its column (the partial sum p[k np + j], streamed through the vectors). The square roots
  * bound the step, so further weight vectors cost little more than the first. */
@@ -113,17 +123,7 @@ sym_rows2(int NW, long np, const double *x, const double *y, const double *z, co
         w0[k] = simd_set1(w[k * np + i]), w1[k] = simd_set1(w[k * np + i + 1]);
         a0[k] = a1[k] = simd_set1(0.0);
     }
-    long j = j0;
-    for (; j < j1 && j % W; ++j) { /* up to the first whole vector */
-        double k0 = mq_pair(x0, y0, z0, simd_set1(x[j]), simd_set1(y[j]), simd_set1(z[j]), cc, exact)[0];
-        double k1 = mq_pair(x1, y1, z1, simd_set1(x[j]), simd_set1(y[j]), simd_set1(z[j]), cc, exact)[0];
-        for (int k = 0; k < NW; ++k) {
-            const double *wk = w + k * np;
-            a0[k][0] += wk[j] * k0, a1[k][0] += wk[j] * k1;
-            p[k * np + j] += wk[i] * k0 + wk[i + 1] * k1;
-        }
-    }
-    for (; j < j1; j += W) {
+    for (long j = j0; j < j1; j += W) {
         simd_d xj = simd_load(x + j), yj = simd_load(y + j), zj = simd_load(z + j);
         simd_d k0 = mq_pair(x0, y0, z0, xj, yj, zj, cc, exact), k1 = mq_pair(x1, y1, z1, xj, yj, zj, cc, exact);
         for (int k = 0; k < NW; ++k) {
@@ -149,56 +149,160 @@ static inline __attribute__((always_inline)) void fold(int NW, long np, long j0,
         }
 }
 
-/* o + e += this thread's share of Phi w over the np padded centres (np a multiple of W; o, e, p:
-   its own buffers of NW np, zeroed). Columns in tiles that stay in L2 while the blocks of row pairs
-   stream past them; a row pair inside a tile also takes its own 2 x 2 block (the diagonal c w_i
-   and the pair). */
-static inline __attribute__((always_inline)) void sym_share(int NW, long np, const double *x,
-                                                            const double *y, const double *z,
-                                                            const double *w, double c2, int exact,
-                                                            double *o, double *e, double *p) {
+/* the single-precision vectors: WF floats in the bytes of W doubles */
+typedef float simd_f __attribute__((vector_size(8 * SIMD_W)));
+typedef float simd_fu __attribute__((vector_size(8 * SIMD_W), aligned(4)));
+static inline simd_f simd_f_load(const float *p) {
+    return *(const simd_fu *)p;
+}
+static inline void simd_f_store(float *p, simd_f v) {
+    *(simd_fu *)p = v;
+}
+static inline simd_f simd_f_set1(float x) {
+    return (simd_f){0} + x;
+}
+static inline double simd_f_sum(simd_f v) {
+    double s = 0;
+    for (int k = 0; k < WF; ++k) s += v[k];
+    return s;
+}
+/* correctly rounded; rsqrtps and a Newton step made the pass 1.3x slower on Zen 3 (the FMA
+   units, not the divider, were then the limit) */
+static inline simd_f simd_f_sqrt(simd_f a) {
+#if defined(__AVX512F__)
+    return (simd_f)_mm512_sqrt_ps((__m512)a);
+#elif defined(__AVX__)
+    return (simd_f)_mm256_sqrt_ps((__m256)a);
+#else
+    for (int k = 0; k < WF; ++k) a[k] = sqrtf(a[k]);
+    return a;
+#endif
+}
+/* columns a row's float partial sums run over before they go into a double */
+#define RBF_SINGLE_RUN 256
+
+/* sym_rows2 in single precision: x y z w the float copies (j0, j1 multiples of WF), o in double,
+   p in float */
+static inline __attribute__((always_inline)) void
+sym_rows2_single(int NW, long np, const float *x, const float *y, const float *z, const float *w,
+                 float c2, long i, long j0, long j1, double *o, float *p) {
+    const simd_f cc = simd_f_set1(c2);
+    const simd_f x0 = simd_f_set1(x[i]), y0 = simd_f_set1(y[i]), z0 = simd_f_set1(z[i]);
+    const simd_f x1 = simd_f_set1(x[i + 1]), y1 = simd_f_set1(y[i + 1]), z1 = simd_f_set1(z[i + 1]);
+    simd_f w0[RBF_MAXW], w1[RBF_MAXW];
+    double s0[RBF_MAXW] = {0}, s1[RBF_MAXW] = {0};
+    for (int k = 0; k < NW; ++k)
+        w0[k] = simd_f_set1(w[k * np + i]), w1[k] = simd_f_set1(w[k * np + i + 1]);
+    for (long jr = j0; jr < j1; jr += RBF_SINGLE_RUN) {
+        const long je = jr + RBF_SINGLE_RUN < j1 ? jr + RBF_SINGLE_RUN : j1;
+        simd_f a0[RBF_MAXW], a1[RBF_MAXW];
+        for (int k = 0; k < NW; ++k) a0[k] = a1[k] = simd_f_set1(0);
+        for (long j = jr; j < je; j += WF) {
+            simd_f xj = simd_f_load(x + j), yj = simd_f_load(y + j), zj = simd_f_load(z + j);
+            simd_f d0 = x0 - xj, e0 = y0 - yj, f0 = z0 - zj, d1 = x1 - xj, e1 = y1 - yj,
+                   f1 = z1 - zj;
+            simd_f k0 = simd_f_sqrt(d0 * d0 + e0 * e0 + f0 * f0 + cc);
+            simd_f k1 = simd_f_sqrt(d1 * d1 + e1 * e1 + f1 * f1 + cc);
+            for (int k = 0; k < NW; ++k) {
+                simd_f wj = simd_f_load(w + k * np + j);
+                a0[k] += wj * k0, a1[k] += wj * k1;
+                simd_f_store(p + k * np + j, simd_f_load(p + k * np + j) + w0[k] * k0 + w1[k] * k1);
+            }
+        }
+        for (int k = 0; k < NW; ++k) s0[k] += simd_f_sum(a0[k]), s1[k] += simd_f_sum(a1[k]);
+    }
+    for (int k = 0; k < NW; ++k) o[k * np + i] += s0[k], o[k * np + i + 1] += s1[k];
+}
+
+/* o += p over [j0, j1) for each of the NW vectors (p in float); p = 0 */
+static inline __attribute__((always_inline)) void fold_single(int NW, long np, long j0, long j1,
+                                                              double *o, float *p) {
+    for (int k = 0; k < NW; ++k)
+        for (long j = k * np + j0; j < k * np + j1; ++j) o[j] += p[j], p[j] = 0;
+}
+
+/* The padded centres and weights: x y z w (NW vectors of np) in double, and their float copies
+   xs ys zs ws for single-precision passes (NULL otherwise). */
+typedef struct {
+    const double *x, *y, *z, *w;
+    const float *xs, *ys, *zs, *ws;
+} sym_points;
+
+/* o + e += this thread's share of Phi w over the np padded centres (np a multiple of WF; o, e,
+   p: its own buffers of NW np, zeroed; p float in SINGLE; exact: see mq_sqrt). Columns in tiles
+   that stay in L2 while the blocks of row pairs stream past them; a row pair inside a tile also
+   takes its own 2 x 2 block (the diagonal c w_i and the pair), and the columns before the first
+   whole vector, in double. */
+static inline __attribute__((always_inline)) void sym_share(int NW, int SINGLE, long np,
+                                                            sym_points P, double c2, int exact,
+                                                            double *o, double *e, void *p) {
     const double c = sqrt(c2);
+    const double *x = P.x, *y = P.y, *z = P.z, *w = P.w;
+    const int vw = SINGLE ? WF : W;
     for (long j0 = 0; j0 < np; j0 += RBF_SYM_TILE) {
         long j1 = j0 + RBF_SYM_TILE < np ? j0 + RBF_SYM_TILE : np;
 #pragma omp for schedule(dynamic, 1) nowait
         for (long ia = 0; ia < j1; ia += 2 * RBF_SYM_BLOCK) {
             long ib = ia + 2 * RBF_SYM_BLOCK < j1 ? ia + 2 * RBF_SYM_BLOCK : j1;
             for (long i = ia; i < ib; i += 2) {
-                if (i >= j0) {
-                    double kk = mq_pair(simd_set1(x[i]), simd_set1(y[i]), simd_set1(z[i]),
-                                        simd_set1(x[i + 1]), simd_set1(y[i + 1]),
-                                        simd_set1(z[i + 1]), simd_set1(c2), exact)[0];
-                    for (int k = 0; k < NW; ++k) {
-                        const double *wk = w + k * np;
-                        o[k * np + i] += c * wk[i] + kk * wk[i + 1];
-                        o[k * np + i + 1] += c * wk[i + 1] + kk * wk[i];
+                const long jb = i + 2 > j0 ? i + 2 : j0;
+                const long jv = (jb + vw - 1) / vw * vw < j1 ? (jb + vw - 1) / vw * vw : j1;
+                for (long j = i >= j0 ? i + 1 : jb; j < jv; ++j) /* the pair, the head columns */
+                    for (long r = i; r < i + 2 && r < j; ++r) {
+                        const double dx = x[r] - x[j], dy = y[r] - y[j], dz = z[r] - z[j];
+                        const double kk = sqrt(dx * dx + dy * dy + dz * dz + c2);
+                        for (int k = 0; k < NW; ++k)
+                            o[k * np + r] += kk * w[k * np + j],
+                                o[k * np + j] += kk * w[k * np + r];
                     }
+                if (i >= j0)
+                    for (int k = 0; k < NW; ++k)
+                        o[k * np + i] += c * w[k * np + i],
+                            o[k * np + i + 1] += c * w[k * np + i + 1];
+                if (jv < j1) {
+                    if (SINGLE)
+                        sym_rows2_single(NW, np, P.xs, P.ys, P.zs, P.ws, (float)c2, i, jv, j1, o,
+                                         p);
+                    else
+                        sym_rows2(NW, np, x, y, z, w, c2, exact, i, jv, j1, o, p);
                 }
-                long jb = i + 2 > j0 ? i + 2 : j0;
-                if (jb < j1) sym_rows2(NW, np, x, y, z, w, c2, exact, i, jb, j1, o, p);
             }
-            long jf =
-                ia + 2 > j0 ? (ia + 2) / W * W : j0; /* the block's columns (p is 0 elsewhere) */
-            fold(NW, np, jf, j1, o, e, p);
+            /* the block's columns (p is 0 elsewhere) */
+            const long jf = ia + 2 > j0 ? (ia + 2) / vw * vw : j0;
+            if (SINGLE)
+                fold_single(NW, np, jf, j1, o, p);
+            else
+                fold(NW, np, jf, j1, o, e, p);
         }
     }
 }
 
 int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *z, int nw,
-                        const double *w, double c2, double *out, int threads) {
-    const long np = (n + W - 1) / W * W;
+                        const double *w, double c2, int single, double *out, int threads) {
+    const long np = (n + WF - 1) / WF * WF;
     const int exact = mq_exact(c2, n, x, y, z, 0, NULL, NULL, NULL);
     double *pts = pad_copy(n, np, x, y, z, nw, w);
+    float *fpts = single ? malloc(sizeof(float) * np * (3 + nw)) : NULL;
     /* every pair feeds two rows: each thread sums into its own buffers (sum, compensation, partial
        column sums, nw np each) */
     const long nb = 3L * nw * np;
     double *buf = malloc(sizeof(double) * nb * (threads > 1 ? threads : 1));
-    if (!pts || !buf) {
-        free(pts);
-        free(buf);
+    if (!pts || !buf || (single && !fpts)) {
+        free(pts), free(fpts), free(buf);
         return FMM_ERR_NOMEM;
     }
-    const double *px = pts, *py = pts + np, *pz = pts + 2 * np, *pw = pts + 3 * np;
+    /* the coordinates about their box's centre: rounded to float, their error is then within u_f
+       of the largest distance */
+    for (int a = 0; single && a < 3 + nw; ++a) {
+        double lo = pts[a * np], hi = lo;
+        for (long i = 0; a < 3 && i < n; ++i)
+            lo = pts[a * np + i] < lo ? pts[a * np + i] : lo,
+            hi = pts[a * np + i] > hi ? pts[a * np + i] : hi;
+        const double mid = a < 3 ? 0.5 * (lo + hi) : 0;
+        for (long i = 0; i < np; ++i) fpts[a * np + i] = (float)(pts[a * np + i] - mid);
+    }
+    const sym_points P = {pts,  pts + np,  pts + 2 * np,  pts + 3 * np,
+                          fpts, fpts + np, fpts + 2 * np, fpts + 3 * np};
     int used = 1;
 #pragma omp parallel num_threads(threads)
     {
@@ -207,13 +311,16 @@ int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *
 #pragma omp single
         used = omp_get_num_threads();
         /* the single's barrier: every buffer is zeroed before any thread adds to another row */
-#define RBF_SYM_SHARE(NW, EXACT) sym_share(NW, np, px, py, pz, pw, c2, EXACT, o, e, p)
+#define RBF_SYM_SHARE(NW)                                                                          \
+    single  ? sym_share(NW, 1, np, P, c2, 0, o, e, p)                                              \
+    : exact ? sym_share(NW, 0, np, P, c2, 1, o, e, p)                                              \
+            : sym_share(NW, 0, np, P, c2, 0, o, e, p)
         if (nw == 1)
-            exact ? RBF_SYM_SHARE(1, 1) : RBF_SYM_SHARE(1, 0);
+            RBF_SYM_SHARE(1);
         else if (nw == 2)
-            exact ? RBF_SYM_SHARE(2, 1) : RBF_SYM_SHARE(2, 0);
+            RBF_SYM_SHARE(2);
         else
-            exact ? RBF_SYM_SHARE(3, 1) : RBF_SYM_SHARE(3, 0);
+            RBF_SYM_SHARE(3);
 #undef RBF_SYM_SHARE
 #pragma omp barrier
 #pragma omp for schedule(static)
@@ -224,8 +331,7 @@ int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *
             out[i] = s;
         }
     }
-    free(pts);
-    free(buf);
+    free(pts), free(fpts), free(buf);
     return 0;
 }
 

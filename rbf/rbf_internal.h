@@ -17,9 +17,17 @@ int rbf_direct_cpu(long ns, const double *sx, const double *sy, const double *sz
                     const double *w, double c2, long m, const double *tx, const double *ty,
                     const double *tz, double *out, int threads);
 /* the same at the centres themselves (Phi w, symmetric: each pair once), nw (1 .. RBF_MAXW)
-   weight vectors w + k n, results out + k n; FMM_ERR_NOMEM */
+   weight vectors w + k n, results out + k n; single: in single precision (rbf/direct.c: ~2.7x
+   faster, absolute error up to ~RBF_SINGLE_ERR u_f phi_max ||w||_2 in a row, u_f = 2^-24 and
+   phi_max the largest kernel value; the coordinates, c2 and w must fit float's range);
+   FMM_ERR_NOMEM */
 int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *z, int nw,
-                        const double *w, double c2, double *out, int threads);
+                        const double *w, double c2, int single, double *out, int threads);
+/* measured 3.0-3.7 (N = 5000-20000, uniform centres, the fit's search directions) */
+#define RBF_SINGLE_ERR 4.0
+/* the fit replaces its residual once the single-precision passes may have moved it this far,
+   relative to its size (rbf/rbf.c) */
+#define RBF_SINGLE_GAP 1e-4
 
 /* ---- local cardinal functions of the L-sets (rbf/local.c), RBF_LANES sets at once ---- */
 /* one set per lane of the machine's double vector (core/simd.h: 8 with AVX-512, 4 with AVX2):

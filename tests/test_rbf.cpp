@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fmm_rbf.h"
+#include "rbf/rbf_internal.h"
 
 namespace {
 
@@ -243,8 +244,14 @@ static void large_case(long n, Set set, double tol, uint64_t off) {
     double fm = max_abs(f), e = 0;
     for (size_t k = 0; k < id.size(); ++k) e = std::max(e, std::fabs(s[k] - f[id[k]]));
     EXPECT_LE(e, tol * fm);
-    std::cout << "n " << n << " iterations " << r.res.iterations << " setup " << r.res.time_setup_s
-              << " s fit " << r.res.time_fit_s << " s" << std::endl;
+    /* the direct CPU sums (automatic below RBF_AUTO_SERIES_MIN centres) take single-precision
+       passes where their error is small enough against the residual: from the first */
+    if (n < 200000) {
+        EXPECT_GT(r.res.single_passes, 0);
+    }
+    std::cout << "n " << n << " iterations " << r.res.iterations << " (single-precision passes "
+              << r.res.single_passes << ") setup " << r.res.time_setup_s << " s fit "
+              << r.res.time_fit_s << " s" << std::endl;
 }
 TEST(RbfFit, Large20k) { large_case(20000, SPHERE, 1e-6, 3); }
 TEST(RbfFit, Slow100k) { large_case(100000, RANDOM, 1e-6, 4); }
@@ -322,6 +329,64 @@ TEST(RbfFit, SymmetricMatvecAndAutomaticLset) {
         EXPECT_EQ(q, n < 10000 ? 50 : (n < 16000 ? 80 : 96));
         fmm_rbf_destroy(p);
     }
+}
+
+// The single-precision symmetric sum (rbf/direct.c) that the fit takes for some of its passes:
+// within its stated bound RBF_SINGLE_ERR u_f phi_max ||w||_2 of a long-double sum, for 1-3
+// weight vectors, several thread counts, sizes that are not multiples of 16, clustered and
+// uniform sets, and a set far from the origin (the float copies are taken about the box's
+// centre: at the raw coordinates the error would be ~1e6 times the bound).
+TEST(RbfFit, SinglePrecisionSumWithinItsBound) {
+    uint64_t seed = test_seed(11);
+    double worst = 0;
+    for (Set set : {RANDOM, CLUSTERED})
+        for (double shift : {0.0, 1e6})
+            for (long n : {3L, 1001L, 12347L})
+                for (int nw = 1; nw <= RBF_MAXW; ++nw) {
+                    const int threads = 1 + (int)(n % 3);
+                    auto x = points(set, n, seed + n + nw);
+                    for (auto &v : x) v += shift;
+                    std::vector<double> xs(n), ys(n), zs(n), w(nw * n), out(nw * n);
+                    for (long i = 0; i < n; ++i)
+                        xs[i] = x[3 * i], ys[i] = x[3 * i + 1], zs[i] = x[3 * i + 2];
+                    std::mt19937_64 g(seed + 7 * n + nw);
+                    std::uniform_real_distribution<double> u(-1, 1);
+                    for (auto &v : w) v = u(g);
+                    const double c = 0.02;
+                    ASSERT_EQ(rbf_direct_self_cpu(n, xs.data(), ys.data(), zs.data(), nw, w.data(),
+                                                  c * c, 1, out.data(), threads),
+                              FMM_OK);
+                    double lo[3], hi[3], ext2 = 0;
+                    for (int d = 0; d < 3; ++d) {
+                        lo[d] = hi[d] = x[d];
+                        for (long i = 0; i < n; ++i)
+                            lo[d] = std::min(lo[d], x[3 * i + d]),
+                            hi[d] = std::max(hi[d], x[3 * i + d]);
+                        ext2 += (hi[d] - lo[d]) * (hi[d] - lo[d]);
+                    }
+                    const double phimax = std::sqrt(ext2 + c * c);
+                    const long m = std::min(n, 300L);
+                    std::vector<double> y;
+                    std::vector<long> id;
+                    for (long k = 0; k < m; ++k) {
+                        long i = (long)((double)k * n / m);
+                        id.push_back(i);
+                        y.insert(y.end(), {x[3 * i], x[3 * i + 1], x[3 * i + 2]});
+                    }
+                    for (int k = 0; k < nw; ++k) {
+                        std::vector<double> wk(w.begin() + k * n, w.begin() + (k + 1) * n);
+                        auto ref = direct_eval(x, wk, 0.0, c, y);
+                        double e = 0, w2 = 0;
+                        for (long q = 0; q < m; ++q)
+                            e = std::max(e, std::fabs(out[k * n + id[q]] - ref[q]));
+                        for (double v : wk) w2 += v * v;
+                        const double unit = 0x1p-24 * phimax * std::sqrt(w2);
+                        worst = std::max(worst, e / unit);
+                        EXPECT_LE(e, RBF_SINGLE_ERR * unit)
+                            << "set " << set << " shift " << shift << " n " << n << " nw " << nw;
+                    }
+                }
+    std::cout << "largest error / (u_f phi_max ||w||_2): " << worst << std::endl;
 }
 
 // The series mat-vec against the direct sum, and a fit through it.
