@@ -47,6 +47,8 @@ static const char *help =
     "                     for N >= 200000 at tolerance >= 1e-5)\n"
     "  --series-tol E     accuracy of the series mat-vec terms and BLDTT's (theta, n)\n"
     "                     (default tolerance/100; BLDTT tolerance/1000)\n"
+    "  --precision P      mixed|double (default mixed: a fit with the direct CPU mat-vec takes\n"
+    "                     some passes in single precision, its final residual in double)\n"
     "  --device D         cpu|cuda (default cpu)\n"
     "  --threads N        OpenMP threads (default: all)\n"
     "  --seed S           seed of the FGP random order (default 1)\n"
@@ -69,6 +71,8 @@ static int read_points(const char *cmd, const char *path, long *n, double **xyz)
     return 0;
 }
 
+/* --precision names, in the order of fmm_rbf_opts.mixed_precision */
+static const char *const precisions[] = {"double", "mixed", NULL};
 /* --matvec names, in the order of enum fmm_rbf_matvec */
 static const char *const matvecs[] = {"auto", "direct", "series", "bldtt", NULL};
 
@@ -402,6 +406,7 @@ int cli_rbf(int argc, char **argv) {
         {"--max-iter", CLI_INT, .i = &A.o.max_iter},
         {"--matvec", CLI_CHOICE, .i = &A.o.matvec, .choices = matvecs},
         {"--series-tol", CLI_DOUBLE, .d = &A.o.series_tol},
+        {"--precision", CLI_CHOICE, .i = &A.o.mixed_precision, .choices = precisions},
         {"--device", CLI_CHOICE, .i = &A.o.device, .choices = cli_devices},
         {"--threads", CLI_INT, .i = &A.o.threads},
         {"--seed", CLI_LONG, .l = &seed},

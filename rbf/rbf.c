@@ -33,6 +33,7 @@ void fmm_rbf_default_opts(fmm_rbf_opts *o) {
     o->device = FMM_DEVICE_CPU;
     o->threads = 0;
     o->seed = 1;
+    o->mixed_precision = 1;
 }
 
 static int check_opts(const fmm_rbf_opts *o) {
@@ -42,6 +43,7 @@ static int check_opts(const fmm_rbf_opts *o) {
     if (o->max_iter < 1) return FMM_ERR_PARAM;
     if (o->matvec < FMM_RBF_MATVEC_AUTO || o->matvec > FMM_RBF_MATVEC_BLDTT) return FMM_ERR_PARAM;
     if (!(o->series_tol == 0 || (o->series_tol > 0 && o->series_tol <= 1e-2))) return FMM_ERR_PARAM;
+    if (o->mixed_precision != 0 && o->mixed_precision != 1) return FMM_ERR_PARAM;
     if (o->threads < 0) return FMM_ERR_THREADS;
     if (o->device != FMM_DEVICE_CPU && o->device != FMM_DEVICE_CUDA) return FMM_ERR_DEVICE;
     if (o->device == FMM_DEVICE_CUDA) {
@@ -467,38 +469,41 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
     /* With the direct sums (CPU or GPU) further weight vectors cost little (the square roots
        bound them): the right-hand sides share each pass, and a side whose next step is expected
        to reach the tolerance also sends lambda through it, so that its fresh residual needs no
-       pass of its own (where the pass has room: RBF_MAXW vectors). buf: r, tau, del, d of each
-       side, then the passes' inputs and outputs.
+       pass of its own (where the pass has room: RBF_MAXW vectors).
        Single precision: on the CPU, Phi del may come from the single-precision direct sum (~2.7x
-       faster), where every active side has room for its lambda in a pass. Its error, up to
+       faster), where every active side has room for one more vector in a pass. Its error, up to
        RBF_SINGLE_ERR u_f phi_max ||del||_2 a row, times the step g, adds to gap: how far the
        residual of the recurrence may have drifted from the true one. Once gap exceeds
-       RBF_SINGLE_GAP times the residual, lambda rides in the next pass, in double, and gives the
-       true residual back (the conjugate directions go on). Replacing at 1e-4 kept the
-       iterations of double passes throughout (N = 5000, 10000, 20000 of bench/rbf: 19, 16, 16),
-       the passes then alternating; at 1e-2 the replaced residuals set the iteration back (19-22
-       iterations at N = 20000). */
+       RBF_SINGLE_GAP times the residual, the sum of those steps, ls = sum g del, rides in the
+       next pass, in double, and r takes back what the single-precision passes took off, fs =
+       sum g Phi~ del, less Phi ls: the recurrence then carries the rounding of double passes
+       only, and the conjugate directions go on. (Replacing r by f - Phi lambda - alpha instead
+       would put the rounding of Phi lambda, ~1e-14 max|f| at N = 20000, into every replaced
+       residual: near the tolerance 1e-13 that cost 1-5 iterations.) The passes then alternate.
+       buf: r, tau, del, d, ls, fs of each side, then the passes' inputs and outputs. */
     const int multi = p->matvec == FMM_RBF_MATVEC_DIRECT;
     const int nvmax = multi ? (2 * nw < RBF_MAXW ? 2 * nw : RBF_MAXW) : nw; /* vectors per pass */
     /* the largest kernel value, and whether the single-precision sum may take these centres
        (their squared extent, and later the weights, well inside float's range) */
     const double phimax2 = simd_extent2(n, p->x, p->y, p->z, 0, NULL, NULL, NULL, NULL) + p->c2;
-    const int single_ok = multi && !p->gpu && phimax2 < 1e30;
+    int single_ok = multi && !p->gpu && p->o.mixed_precision && phimax2 < 1e30;
     const double phimax = sqrt(phimax2);
-    double *buf = malloc(sizeof(double) * n * (4 * nw + 2 * nvmax));
+    const long side = 6 * n; /* doubles of buf per side */
+    double *buf = malloc(sizeof(double) * n * (6 * nw + 2 * nvmax));
     double *tb = malloc(sizeof(double) * n * p->threads);
     if (!buf || !tb) {
         free(buf), free(tb);
         return FMM_ERR_NOMEM;
     }
-    double *win = buf + 4 * nw * n, *out = win + nvmax * n;
+    double *win = buf + nw * side, *out = win + nvmax * n;
     double thr[RBF_MAXW], fscale[RBF_MAXW], a[RBF_MAXW], rmax[RBF_MAXW], operr[RBF_MAXW],
         ddprev[RBF_MAXW], rlast[RBF_MAXW], gap[RBF_MAXW];
-    int it[RBF_MAXW], first[RBF_MAXW], replaced[RBF_MAXW], last[RBF_MAXW], ride[RBF_MAXW],
+    int it[RBF_MAXW], first[RBF_MAXW], replaced[RBF_MAXW], last[RBF_MAXW], carry[RBF_MAXW],
         nsingle = 0, rc = 0;
+    enum { CARRY_NONE, CARRY_LAMBDA, CARRY_LS }; /* what rides with a side's del in a pass */
     for (int k = 0; k < nw; ++k) {
         const double *fk = f + k * n;
-        double *r = buf + 4 * k * n, *lam = lambda + k * n;
+        double *r = buf + k * side, *lam = lambda + k * n;
         double fmin = fk[0], fmax = fk[0];
         for (long i = 0; i < n; ++i) {
             if (fk[i] < fmin) fmin = fk[i];
@@ -507,6 +512,7 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
         fscale[k] = max_abs(n, fk), thr[k] = p->o.tolerance * (fscale[k] > 0 ? fscale[k] : 1);
         a[k] = 0.5 * (fmin + fmax);
         for (long i = 0; i < n; ++i) lam[i] = 0, r[i] = fk[i] - a[k];
+        memset(r + 4 * n, 0, sizeof(double) * 2 * n); /* ls, fs */
         rmax[k] = max_abs(n, r), operr[k] = ddprev[k] = rlast[k] = gap[k] = 0;
         it[k] = replaced[k] = last[k] = 0, first[k] = 1;
     }
@@ -519,7 +525,7 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
         int slot[RBF_MAXW], lslot[RBF_MAXW], nv = 0, single = single_ok && 2 * na <= nvmax;
         for (int q = 0; q < na && !rc; ++q) {
             const int k = act[q];
-            double *r = buf + 4 * k * n, *tau = r + n, *del = tau + n, *d = del + n;
+            double *r = buf + k * side, *tau = r + n, *del = tau + n, *d = del + n;
             if (it[k] >= p->o.max_iter) {
                 rc = FMM_ERR_NOCONVERGE;
                 break;
@@ -543,18 +549,39 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
         if (rc) break;
         for (int q = 0; q < na; ++q) {
             const int k = act[q];
-            ride[k] = (last[k] || gap[k] > RBF_SINGLE_GAP * rmax[k]) && nv < nvmax;
-            if (ride[k]) vec[nv] = lambda + k * n, lslot[k] = nv++, single = 0;
+            carry[k] = nv == nvmax                         ? CARRY_NONE
+                       : last[k]                           ? CARRY_LAMBDA
+                       : gap[k] > RBF_SINGLE_GAP * rmax[k] ? CARRY_LS
+                                                           : CARRY_NONE;
+            if (carry[k] == CARRY_LAMBDA) vec[nv] = lambda + k * n;
+            if (carry[k] == CARRY_LS) vec[nv] = buf + k * side + 4 * n;
+            if (carry[k] != CARRY_NONE) lslot[k] = nv++, single = 0;
         }
         double tm = omp_get_wtime();
-        nsingle += single;
         rc = apply_many(p, nv, vec, win, out, single);
+        /* del^T Phi del < 0 (the descent) must hold beyond the single-precision pass's error,
+           |del^T (Phi~ - Phi) del| <= ||del||_1 RBF_SINGLE_ERR u_f phi_max ||del||_2; where it
+           does not (an ill-conditioned system), the pass is redone in double, and so is every
+           later one */
+        for (int q = 0; q < na && single && !rc; ++q) {
+            const double *del = vec[slot[act[q]]], *d = out + slot[act[q]] * n;
+            double dd = 0, l1 = 0, l2 = 0;
+#pragma omp parallel for reduction(+ : dd, l1, l2) num_threads(p->threads)
+            for (long i = 0; i < n; ++i)
+                dd += del[i] * d[i], l1 += fabs(del[i]), l2 += del[i] * del[i];
+            if (!(dd < -l1 * RBF_SINGLE_ERR * 0x1p-24 * phimax * sqrt(l2))) {
+                single = single_ok = 0;
+                rc = apply_many(p, nv, vec, win, out, 0);
+            }
+        }
+        nsingle += single;
         tmv += omp_get_wtime() - tm;
         if (rc) break;
         int fresh[RBF_MAXW], nf = 0, checked[RBF_MAXW] = {0};
         for (int q = 0; q < na && !rc; ++q) {
             const int k = act[q];
-            double *r = buf + 4 * k * n, *del = r + 2 * n, *d = del + n, *lam = lambda + k * n;
+            double *r = buf + k * side, *del = r + 2 * n, *d = del + n, *ls = d + n, *fs = ls + n,
+                   *lam = lambda + k * n;
             memcpy(d, out + slot[k] * n, sizeof(double) * n);
             double dd = 0, dr = 0, dl2 = 0;
 #pragma omp parallel for reduction(+ : dd, dr, dl2) num_threads(p->threads)
@@ -573,6 +600,7 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
                 vmin = v < vmin ? v : vmin;
                 vmax = v > vmax ? v : vmax;
                 lam[i] += g * del[i];
+                if (single) ls[i] += g * del[i], fs[i] += g * d[i];
             }
             double om = 0.5 * (vmin + vmax), rm = 0;
 #pragma omp parallel for reduction(max : rm) num_threads(p->threads)
@@ -582,16 +610,24 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
             }
             rmax[k] = rm, a[k] += om, ddprev[k] = dd;
             if (single) gap[k] += RBF_SINGLE_ERR * 0x1p-24 * phimax * fabs(g) * sqrt(dl2);
-            if (ride[k]) {
-                /* the true residual: Phi lambda is Phi (lambda before this step) + g Phi del */
-                const double *fk = f + k * n, *pl = out + lslot[k] * n;
-                for (long i = 0; i < n; ++i) r[i] = fk[i] - (pl[i] + g * d[i]) - a[k];
+            if (carry[k] == CARRY_LS) {
+                const double *pl = out + lslot[k] * n;
+                for (long i = 0; i < n; ++i) r[i] += fs[i] - pl[i];
+                memset(ls, 0, sizeof(double) * 2 * n);
                 rmax[k] = max_abs(n, r), gap[k] = 0;
             }
             if (rmax[k] + 2 * operr[k] > thr[k]) continue;
             checked[k] = 1;
-            /* a fresh residual (the recurrence may have drifted) from a pass of its own below */
-            if (!ride[k]) vec[nf] = lam, fresh[nf++] = k;
+            /* the true residual (the recurrence may have drifted): Phi lambda is Phi (lambda
+               before this step) + g Phi del from this pass, or from a pass of its own below */
+            if (carry[k] == CARRY_LAMBDA) {
+                const double *fk = f + k * n, *pl = out + lslot[k] * n;
+                for (long i = 0; i < n; ++i) r[i] = fk[i] - (pl[i] + g * d[i]) - a[k];
+                memset(ls, 0, sizeof(double) * 2 * n);
+                rmax[k] = max_abs(n, r), gap[k] = 0;
+            } else {
+                vec[nf] = lam, fresh[nf++] = k;
+            }
         }
         if (rc) break;
         if (nf) {
@@ -602,8 +638,9 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
             for (int q = 0; q < nf; ++q) {
                 const int k = fresh[q];
                 const double *fk = f + k * n, *pl = out + q * n;
-                double *r = buf + 4 * k * n;
+                double *r = buf + k * side;
                 for (long i = 0; i < n; ++i) r[i] = fk[i] - pl[i] - a[k];
+                memset(r + 4 * n, 0, sizeof(double) * 2 * n);
                 /* the sampled error times 2 stands for its maximum over all centres */
                 rc = matvec_error(p, lambda + k * n, pl, &operr[k]);
                 if (rc) break;
@@ -685,7 +722,9 @@ const char *fmm_rbf_strerror(int status) {
     case FMM_ERR_NPTS: return "rbf: at least 2 centres are needed";
     case FMM_ERR_NONFINITE: return "rbf: non-finite (NaN or Inf) coordinate, value or coefficient";
     case FMM_ERR_TOLERANCE: return "rbf: tolerance out of range [1e-13, 0.5]";
-    case FMM_ERR_PARAM: return "rbf: parameter out of range (shape c must be finite and > 0; L-set size 0 or 2..200; max_iter >= 1; series_tol 0 or (0, 1e-2])";
+    case FMM_ERR_PARAM:
+        return "rbf: parameter out of range (shape c must be finite and > 0; L-set size 0 or "
+               "2..200; max_iter >= 1; series_tol 0 or (0, 1e-2]; mixed_precision 0 or 1)";
     case FMM_ERR_COINCIDENT: return "rbf: two centres at the same position (duplicate centres)";
     case FMM_ERR_NOPTS: return "rbf: no centres set: call fmm_rbf_setpts first";
     case FMM_ERR_NOCONVERGE: return "rbf: the FGP iteration did not reach the tolerance (max_iter, breakdown, or local systems singular: shape c too large for the spacing)";

@@ -254,6 +254,39 @@ static void large_case(long n, Set set, double tol, uint64_t off) {
               << r.res.time_fit_s << " s" << std::endl;
 }
 TEST(RbfFit, Large20k) { large_case(20000, SPHERE, 1e-6, 3); }
+// mixed_precision 0 keeps every pass in double; both reach the tolerance at the centres. On a
+// well-conditioned set the mixed fit takes single-precision passes; on a clustered set with c
+// too large for its spacing (~370 iterations) the first single-precision pass cannot be trusted
+// with the descent's sign (before that check, such fits broke down at iteration 3), and the fit
+// goes on in double.
+TEST(RbfFit, MixedAndDoublePrecision) {
+    uint64_t seed = test_seed(12);
+    const long n = 4000;
+    for (Set set : {RANDOM, CLUSTERED}) {
+        auto x = points(set, n, seed);
+        auto f = values(x);
+        const double tol = set == RANDOM ? 1e-11 : 1e-9, fm = max_abs(f);
+        for (int mixed : {0, 1}) {
+            fmm_rbf_opts o = opts(0.5 / std::cbrt((double)n), tol);
+            o.mixed_precision = mixed;
+            Fit r = fit(x, f, o);
+            ASSERT_EQ(r.rc, FMM_OK)
+                << fmm_rbf_strerror(r.rc) << ", set " << set << " mixed " << mixed;
+            if (mixed && set == RANDOM) {
+                EXPECT_GT(r.res.single_passes, 0);
+            } else if (!mixed) {
+                EXPECT_EQ(r.res.single_passes, 0);
+            }
+            auto s = direct_eval(x, r.lam, r.alpha, o.shape, x);
+            double e = 0;
+            for (long i = 0; i < n; ++i) e = std::max(e, std::fabs(s[i] - f[i]));
+            EXPECT_LE(e, tol * fm) << "set " << set << " mixed_precision " << mixed;
+            std::cout << "set " << set << " mixed_precision " << mixed << ": iterations "
+                      << r.res.iterations << ", single-precision passes " << r.res.single_passes
+                      << ", residual " << e / fm << std::endl;
+        }
+    }
+}
 TEST(RbfFit, Slow100k) { large_case(100000, RANDOM, 1e-6, 4); }
 // The smallest tolerance, where the mat-vec's own rounding decides whether the fit gets there.
 // Before the column sums were compensated, 2 of 3 runs of the benchmark's 20000-centre set
@@ -588,6 +621,8 @@ TEST(RbfApi, RejectsBadInput) {
         EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
         b = o, b.series_tol = 0.5;
         EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
+        b = o, b.mixed_precision = 2;
+        EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
         b = o, b.threads = -1;
         EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_THREADS);
         if (fmm_cuda_device_count() == 0) {
@@ -852,10 +887,14 @@ TEST(RbfDeform, SphereMovedAndRotated) {
        largest displacement); 1e-12 still catches a component that took another's data or
        stopped at another iterate (a change of 1e-6 in one component's data showed as 7e-7).
        Boundary nodes are left out: deform writes their given displacement, the interpolant
-       meets it to the tolerance */
+       meets it to the tolerance. In double throughout: the side-by-side fits have no room in
+       their passes for single precision, a lone fit does (it then stops at another iterate,
+       4.9e-10 of the largest displacement away, within the tolerance) */
     {
         fmm_rbf_plan *p;
-        ASSERT_EQ(fmm_rbf_makeplan(&o, &p), FMM_OK);
+        fmm_rbf_opts od = o;
+        od.mixed_precision = 0;
+        ASSERT_EQ(fmm_rbf_makeplan(&od, &p), FMM_OK);
         ASSERT_EQ(fmm_rbf_setpts(p, nb, b.data()), FMM_OK);
         std::vector<double> f(nb), lam(nb), s(m.npoints);
         std::vector<char> bnd(m.npoints, 0); /* boundary nodes: given their displacement exactly */
@@ -891,7 +930,8 @@ TEST(RbfGpu, DeformAgreesWithCpu) {
     if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     /* the GPU direct sum takes the three components' weight vectors in one pass (fit and
        evaluation): the same nodes as the CPU's, to rounding (measured on an H200: 5e-15 of the
-       largest displacement) */
+       largest displacement), with the CPU in double throughout (the GPU's passes are all
+       double; a CPU fit left with one active component may take single-precision passes) */
     std::vector<long> inner, outer;
     fmm_vtk_mesh m = sphere_mesh(12, 10, 0.5, 2.0, inner, outer);
     std::vector<double> b, d;
@@ -902,6 +942,7 @@ TEST(RbfGpu, DeformAgreesWithCpu) {
     for (double v : d) dmax = std::max(dmax, std::fabs(v));
     std::vector<double> xc(m.xyz, m.xyz + 3 * m.npoints), xg = xc;
     fmm_rbf_opts o = opts(h / 3, 1e-8);
+    o.mixed_precision = 0;
     fmm_rbf_result rc, rg;
     ASSERT_EQ(fmm_rbf_deform(&o, nb, b.data(), d.data(), m.npoints, xc.data(), &rc), FMM_OK);
     o.device = FMM_DEVICE_CUDA;
