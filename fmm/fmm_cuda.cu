@@ -64,6 +64,17 @@ enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT
        RED_OCC = 106, RED_R2 = 109, RED_N = 110 };
 // clang-format on
 
+/* The device route's evaluation (fmm_cuda_setptsf, fmm_cuda_forcesf) as one graph: the caller's
+ * float positions dx widened (a non-finite one flagged in bad), the evaluation, and scale q E
+ * into the caller's df. One launch instead of four runtime calls (the flag's reset, the widening,
+ * the graph, the forces): at the 3,345-atom droplet the host's part of a GROMACS step was
+ * 0.016-0.018 ms for the module's calls, about what the evaluation takes on the GPU. */
+typedef struct {
+    const float *dx;
+    float *df;
+    double scale;
+} dev_route;
+
 struct fmm_gpu {
     int p, nc, periodic, tinfoil, depth, mixed;
     long n, cap;
@@ -101,15 +112,21 @@ struct fmm_gpu {
     int geom_moved;          /* a depth-0 graph moves the cell's corner in geom on the device */
     int *bad;                /* device-resident positions: set where one is not finite */
     int dev_pts; /* the current positions came from the device (the host never checked them) */
+    const float *dev_xyz;    /* device-resident positions that no evaluation has read yet */
     double geom_host[G_N];   /* what g->geom holds */
-    cudaGraphExec_t exec[2]; /* [virial]: plain, and gathering the periodic image forces */
-    int graph_n[2], graph_depth[2], graph_excl[2];
+    /* [GRAPH_PLAIN]; [GRAPH_PARTS]: gathering the periodic image forces; [GRAPH_DEVICE]: the
+       device route (dev_route) around the plain evaluation, captured for route[GRAPH_DEVICE] */
+    cudaGraphExec_t exec[3];
+    int graph_n[3], graph_depth[3], graph_excl[3];
+    dev_route route;
     int *xstart, *xpartner; /* excluded pairs (fmm/exclusions.h), caller indices */
     long xatoms;
     int excl_version;       /* bumped by each fmm_gpu_set_exclusions: the graphs are captured anew */
 };
 
 static inline long level_offset(int l) { return ((1L << (3 * l)) - 1) / 7; }
+
+enum { GRAPH_PLAIN, GRAPH_PARTS, GRAPH_DEVICE, GRAPH_N };
 
 /* ---------------------------------------------------------------- binning */
 
@@ -572,6 +589,30 @@ __global__ void k_forces(long n, const double *__restrict__ q, const double *__r
         f[i] = (float)(scale * q[i / 3] * out[n + i]);
 }
 
+/* the caller's device positions into xyz, bad reset and set where one is not finite */
+static int launch_widen(fmm_gpu *g, const float *dx, cudaStream_t st) {
+    CU(cudaMemsetAsync(g->bad, 0, sizeof(int), st));
+    const long nb = (3 * g->n + 255) / 256;
+    k_widen_check<<<(unsigned)(nb < 4096 ? nb : 4096), 256, 0, st>>>(3 * g->n, dx, g->xyz, g->bad);
+    CU(cudaGetLastError());
+    return FMM_OK;
+}
+
+/* device positions that no evaluation has read yet: widened now, ahead of work that does not read
+   them itself */
+static int take_dev_xyz(fmm_gpu *g, cudaStream_t st) {
+    if (g->dev_xyz) TRY(launch_widen(g, g->dev_xyz, st));
+    g->dev_xyz = NULL;
+    return FMM_OK;
+}
+
+static int launch_forces(fmm_gpu *g, double scale, float *df, cudaStream_t st) {
+    const long nb = (3 * g->n + 255) / 256;
+    k_forces<<<(unsigned)(nb < 4096 ? nb : 4096), 256, 0, st>>>(g->n, g->qin, g->out, scale, df);
+    CU(cudaGetLastError());
+    return FMM_OK;
+}
+
 /* ---------------------------------------------------------------- per-order dispatch */
 
 /* the per-order kernels live in fmm_cuda_orders_*.cu (five translation units compiled in parallel) */
@@ -626,7 +667,7 @@ extern "C" int fmm_gpu_auto_depth(long n, int p) {
  * buffer drops them (a setpts that ran out of memory, then one of the earlier size and depth,
  * would otherwise replay a graph on freed memory). */
 static void drop_graphs(fmm_gpu *g) {
-    for (int v = 0; v < 2; ++v) {
+    for (int v = 0; v < GRAPH_N; ++v) {
         if (g->exec[v]) cudaGraphExecDestroy(g->exec[v]);
         g->exec[v] = NULL;
     }
@@ -879,7 +920,7 @@ static int m2l_and_images(fmm_gpu *g, int l, double *fshift, cudaStream_t st) {
  * boundaries */
 #define MARK(k) \
     if (ev) CU(cudaEventRecord(ev[k], s0))
-static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
+static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial, const dev_route *dr) {
     const long n = g->n;
     const int D = g->depth, nc = g->nc;
     const long nleaf = 1L << (3 * D);
@@ -889,6 +930,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
      * k_root_place) */
     const bool root = g->periodic && D == 0;
     MARK(0);
+    if (dr) TRY(launch_widen(g, dr->dx, s0));
     CU(cudaMemsetAsync(g->red, 0, sizeof(double) * RED_N, s0));
     if (!root) {
         CU(cudaMemsetAsync(g->cnt, 0, sizeof(int) * nleaf, s0));
@@ -973,6 +1015,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial) {
         k_exclusions<<<blocks(g->xatoms, 256), 256, 0, s0>>>(g->xatoms, n, g->xstart, g->xpartner, g->xyz, g->qin,
                                                              g->periodic, g->geom, g->red, g->out);
     CU(cudaGetLastError());
+    if (dr) TRY(launch_forces(g, dr->scale, dr->df, s0));
     MARK(8);
     return FMM_OK;
 }
@@ -983,7 +1026,7 @@ static int capture(fmm_gpu *g, int v) {
     g->exec[v] = NULL;
     cudaGraph_t graph;
     CU(cudaStreamBeginCapture(g->s0, cudaStreamCaptureModeThreadLocal));
-    int rc = enqueue(g, NULL, v);
+    int rc = enqueue(g, NULL, v == GRAPH_PARTS, v == GRAPH_DEVICE ? &g->route : NULL);
     cudaError_t e = cudaStreamEndCapture(g->s0, &graph);
     if (rc) {
         if (e == cudaSuccess) cudaGraphDestroy(graph);
@@ -997,9 +1040,14 @@ static int capture(fmm_gpu *g, int v) {
     return FMM_OK;
 }
 
-/* the graph of this kind for the current points, captured on first use */
-static int graph_for(fmm_gpu *g, int v, cudaGraphExec_t *out) {
-    if (!g->exec[v] || g->graph_n[v] != g->n || g->graph_depth[v] != g->depth || g->graph_excl[v] != g->excl_version)
+/* the graph of this kind for the current points (and dr: the device route's buffers and scale),
+   captured on first use */
+static int graph_for(fmm_gpu *g, int v, const dev_route *dr, cudaGraphExec_t *out) {
+    const int moved = v == GRAPH_DEVICE && (dr->dx != g->route.dx || dr->df != g->route.df ||
+                                            dr->scale != g->route.scale);
+    if (moved) g->route = *dr;
+    if (!g->exec[v] || moved || g->graph_n[v] != g->n || g->graph_depth[v] != g->depth ||
+        g->graph_excl[v] != g->excl_version)
         TRY(capture(g, v));
     *out = g->exec[v];
     return FMM_OK;
@@ -1039,7 +1087,7 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int src, cons
     const double geom[G_N] = {lo[0], lo[1], lo[2], side, (double)(1L << KEYBITS) / side};
     g->n = n, g->depth = depth;
     cudaGraphExec_t ex;
-    TRY(graph_for(g, 0, &ex));
+    TRY(graph_for(g, GRAPH_PLAIN, NULL, &ex));
     const int dev = src == FMM_GPU_DEVICE_F32;
     const cudaStream_t st = dev ? (cudaStream_t)stream : g->s0;
     g->dev_pts = dev;
@@ -1052,14 +1100,10 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int src, cons
         g->geom_moved = 0;
     }
     if (g->periodic && depth == 0) g->geom_moved = 1;
-    if (dev) {
-        CU(cudaMemsetAsync(g->bad, 0, sizeof(int), st));
-        const long nb = (3 * n + 255) / 256;
-        k_widen_check<<<(unsigned)(nb < 4096 ? nb : 4096), 256, 0, st>>>(3 * n, (const float *)xyz,
-                                                                         g->xyz, g->bad);
-        CU(cudaGetLastError());
-        return FMM_OK;
-    }
+    /* device positions: read by the next evaluation (in the device route's graph, or widened
+       ahead of another) */
+    g->dev_xyz = dev ? (const float *)xyz : NULL;
+    if (dev) return FMM_OK;
     if (src == FMM_GPU_HOST_F32) {
         CU(cudaMemcpyAsync(g->stage, xyz, sizeof(float) * 3 * n, cudaMemcpyHostToDevice, st));
         TRY(convert(3 * n, g->stage, g->xyz, st));
@@ -1089,11 +1133,17 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
     if (e->virial && g->periodic)
         return FMM_ERR_ARG; /* periodic: the caller assembles it from parts */
     const long n = g->n;
-    const int f32 = e->f32, dev = e->d_force != NULL;
+    const int f32 = e->f32, dev = e->d_force != NULL, gather = e->parts && g->periodic;
+    const int route = dev && g->dev_xyz && !gather; /* positions and forces in one graph */
+    const dev_route dr = {g->dev_xyz, e->d_force, e->force_scale};
     cudaGraphExec_t ex;
-    TRY(graph_for(g, e->parts && g->periodic, &ex));
+    TRY(graph_for(g, route ? GRAPH_DEVICE : gather ? GRAPH_PARTS : GRAPH_PLAIN, &dr, &ex));
     const cudaStream_t st = dev ? (cudaStream_t)e->stream : g->s0;
     TRY(plan_stream(g, st));
+    if (route)
+        g->dev_xyz = NULL;
+    else
+        TRY(take_dev_xyz(g, st));
     if (e->q && f32) {
         CU(cudaMemcpyAsync(g->stage, e->q, sizeof(float) * n, cudaMemcpyHostToDevice, st));
         TRY(convert(n, g->stage, g->qin, st));
@@ -1104,11 +1154,8 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
     const size_t w = f32 ? sizeof(float) : sizeof(double);
     const char *out = (const char *)g->out;
     void *phi = e->phi, *field = e->field;
-    if (dev) {
-        const long nb = (3 * n + 255) / 256;
-        k_forces<<<(unsigned)(nb < 4096 ? nb : 4096), 256, 0, st>>>(n, g->qin, g->out,
-                                                                    e->force_scale, e->d_force);
-        CU(cudaGetLastError());
+    if (dev && !route) {
+        TRY(launch_forces(g, e->force_scale, e->d_force, st));
     } else if (f32 && (phi || field)) { /* out is phi[n] then field[3n]: round what is asked for */
         const long first = phi ? 0 : n;
         TRY(convert(4 * n - first - (field ? 0 : 3 * n), g->out + first, g->stage + first, st));
@@ -1148,12 +1195,13 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
 }
 
 extern "C" int fmm_gpu_time(fmm_gpu *g, int reps, double *ms) {
-    if (!g->exec[0] || reps < 1) return FMM_ERR_NOPTS;
+    if (!g->exec[GRAPH_PLAIN] || reps < 1) return FMM_ERR_NOPTS;
     TRY(plan_stream(g, g->s0));
-    for (int r = 0; r < 3; ++r) CU(cudaGraphLaunch(g->exec[0], g->s0)); /* warm-up */
+    TRY(take_dev_xyz(g, g->s0));
+    for (int r = 0; r < 3; ++r) CU(cudaGraphLaunch(g->exec[GRAPH_PLAIN], g->s0)); /* warm-up */
     for (int r = 0; r < reps; ++r) {
         CU(cudaEventRecord(g->t0, g->s0));
-        CU(cudaGraphLaunch(g->exec[0], g->s0));
+        CU(cudaGraphLaunch(g->exec[GRAPH_PLAIN], g->s0));
         CU(cudaEventRecord(g->t1, g->s0));
         CU(cudaEventSynchronize(g->t1));
         float t;
@@ -1164,15 +1212,16 @@ extern "C" int fmm_gpu_time(fmm_gpu *g, int reps, double *ms) {
 }
 
 extern "C" int fmm_gpu_stage_times(fmm_gpu *g, int reps, double *ms) {
-    if (!g->exec[0] || reps < 1) return FMM_ERR_NOPTS;
+    if (!g->exec[GRAPH_PLAIN] || reps < 1) return FMM_ERR_NOPTS;
     TRY(plan_stream(g, g->s0));
+    TRY(take_dev_xyz(g, g->s0));
     cudaEvent_t ev[FMM_GPU_NSTAGE + 1] = {0};
     int rc = FMM_OK;
     for (int k = 0; k <= FMM_GPU_NSTAGE && !rc; ++k)
         if (cudaEventCreate(&ev[k]) != cudaSuccess) rc = FMM_ERR_CUDA;
     for (int k = 0; k < FMM_GPU_NSTAGE; ++k) ms[k] = 0.0;
     for (int r = 0; r <= reps && !rc; ++r) { /* r = 0 warms up */
-        rc = enqueue(g, ev, 0);
+        rc = enqueue(g, ev, 0, NULL);
         if (!rc && cudaEventSynchronize(ev[FMM_GPU_NSTAGE]) != cudaSuccess) rc = FMM_ERR_CUDA;
         for (int k = 0; k < FMM_GPU_NSTAGE && !rc && r; ++k) {
             float t;

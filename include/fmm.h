@@ -145,8 +145,10 @@ int fmm_executef(fmm_plan *plan, const float *q, float *phi, float *field, doubl
  * caller's cudaStream_t (NULL: the legacy default stream). The plan's work goes on `stream` itself
  * (its evaluation graph forks and joins there): it starts after what the caller queued on `stream`
  * before the call, and what it queues there afterwards starts after the plan's work, so the caller
- * orders its own kernels by its stream alone; d_xyz may change once the work queued after
- * fmm_cuda_setptsf has begun.
+ * orders its own kernels by its stream alone. d_xyz is read by the next evaluation queued on the
+ * plan (fmm_cuda_forcesf, or fmm_execute / fmm_executef, after fmm_cuda_setptsf): it may change
+ * once the work of that call has begun. fmm_cuda_setptsf followed by fmm_cuda_forcesf without
+ * virial is one graph launch on `stream` (positions read, evaluation, forces written).
  * fmm_cuda_setptsf: as fmm_setptsf, but the coordinates are not seen by the host: with a
  *   non-finite one, every later call on these positions that waits for the device (fmm_execute,
  *   fmm_executef, fmm_cuda_forcesf asked for energy or virial) returns FMM_ERR_NONFINITE, and the

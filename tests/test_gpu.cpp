@@ -626,7 +626,9 @@ TEST(GpuPlan, OutOfDeviceMemoryIsAClearErrorAndThePlanRecovers) {
 // scale q_i E_i of the same evaluation (float rounding apart), the energy and virial too; the plan
 // orders its work after what the caller queued on its stream (a position upload queued just before
 // the call) and the caller's later work after the plan's (the copy back of the forces, with no
-// other wait); a NaN position is reported by the next call that returns the energy.
+// other wait); the positions are read by the evaluation, not by fmm_cuda_setptsf; another
+// position or force buffer and another scale are taken (the device route's graph holds them);
+// a NaN position is reported by the next call that returns the energy.
 TEST(GpuPlan, DeviceResidentPositionsAndForcesMatchHostCalls) {
     SKIP_WITHOUT_GPU();
 #ifndef FMM_HAVE_CUDA
@@ -642,9 +644,11 @@ TEST(GpuPlan, DeviceResidentPositionsAndForcesMatchHostCalls) {
     std::vector<float> xf2(xf); // a second frame: every atom moved by up to 0.01
     std::uniform_real_distribution<double> u(-0.01, 0.01);
     for (auto &v : xf2) v += (float)u(g);
-    float *d_x = nullptr, *d_f = nullptr;
+    float *d_x = nullptr, *d_f = nullptr, *d_x2 = nullptr, *d_f2 = nullptr;
     ASSERT_EQ(cudaMalloc((void **)&d_x, sizeof(float) * 3 * n), cudaSuccess);
     ASSERT_EQ(cudaMalloc((void **)&d_f, sizeof(float) * 3 * n), cudaSuccess);
+    ASSERT_EQ(cudaMalloc((void **)&d_x2, sizeof(float) * 3 * n), cudaSuccess);
+    ASSERT_EQ(cudaMalloc((void **)&d_f2, sizeof(float) * 3 * n), cudaSuccess);
     cudaStream_t st;
     ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
     // host entry points: forces scale q E, energy and virial
@@ -699,6 +703,23 @@ TEST(GpuPlan, DeviceResidentPositionsAndForcesMatchHostCalls) {
         ASSERT_EQ(fmm_cuda_forcesf(p, nullptr, d_f, scale, nullptr, nullptr, st), FMM_OK);
         fetch(f);
         EXPECT_LT(rel(f, f2_ref), tol);
+        // the positions are read by the evaluation: overwritten between the two calls
+        ASSERT_EQ(
+            cudaMemcpyAsync(d_x2, xf.data(), sizeof(float) * 3 * n, cudaMemcpyHostToDevice, st),
+            cudaSuccess);
+        ASSERT_EQ(fmm_cuda_setptsf(p, n, d_x2, st), FMM_OK); // another buffer
+        ASSERT_EQ(
+            cudaMemcpyAsync(d_x2, xf2.data(), sizeof(float) * 3 * n, cudaMemcpyHostToDevice, st),
+            cudaSuccess);
+        ASSERT_EQ(fmm_cuda_forcesf(p, nullptr, d_f2, 2 * scale, nullptr, nullptr, st), FMM_OK);
+        std::vector<float> h(3 * n);
+        ASSERT_EQ(
+            cudaMemcpyAsync(h.data(), d_f2, sizeof(float) * 3 * n, cudaMemcpyDeviceToHost, st),
+            cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+        f.assign(h.begin(), h.end());
+        for (auto &v : f) v *= 0.5;
+        EXPECT_LT(rel(f, f2_ref), tol);
         // new charges through the device route
         std::vector<float> q2(qf);
         for (auto &v : q2) v = -v;
@@ -742,7 +763,7 @@ TEST(GpuPlan, DeviceResidentPositionsAndForcesMatchHostCalls) {
     EXPECT_EQ(fmm_cuda_setptsf(p, n, d_x, st), FMM_ERR_UNSUPPORTED);
     fmm_destroy(p);
     cudaStreamDestroy(st);
-    cudaFree(d_x), cudaFree(d_f);
+    cudaFree(d_x), cudaFree(d_f), cudaFree(d_x2), cudaFree(d_f2);
 #endif
 }
 
