@@ -495,6 +495,38 @@ TEST(GpuPlan, ExclusionsAndKeptChargesMatchCpu) {
             }
             EXPECT_LT(vd, mixed ? tol * (vn + excluded) : 1e-10 * vn);
             fmm_destroy(cp), fmm_destroy(gp);
+#ifdef FMM_HAVE_CUDA
+            // the device route's graph (the excluded pairs subtracted before the forces are
+            // written), in a tree and at depth 0, against the host entry points of the same plan
+            // on the same float positions
+            for (int depth : {3, 0}) {
+                if (!periodic) break;
+                SCOPED_TRACE("device route, depth " + std::to_string(depth));
+                o.depth = depth;
+                ASSERT_EQ(fmm_makeplan(&o, box, &gp), FMM_OK);
+                ASSERT_EQ(fmm_set_exclusions(gp, (long)pairs.size() / 2, pairs.data()), FMM_OK);
+                std::vector<float> xf(xyz.begin(), xyz.end()), qf(q.begin(), q.end()), fh(27000),
+                    fd(27000, NAN);
+                double eh = 0, ed = 0;
+                ASSERT_EQ(fmm_setptsf(gp, 9000, xf.data()), FMM_OK);
+                ASSERT_EQ(fmm_executef(gp, qf.data(), nullptr, fh.data(), &eh, nullptr), FMM_OK);
+                float *d_x = nullptr, *d_f = nullptr;
+                ASSERT_EQ(cudaMalloc((void **)&d_x, sizeof(float) * 27000), cudaSuccess);
+                ASSERT_EQ(cudaMalloc((void **)&d_f, sizeof(float) * 27000), cudaSuccess);
+                ASSERT_EQ(cudaMemcpy(d_x, xf.data(), sizeof(float) * 27000, cudaMemcpyHostToDevice),
+                          cudaSuccess);
+                ASSERT_EQ(fmm_cuda_setptsf(gp, 9000, d_x, nullptr), FMM_OK);
+                ASSERT_EQ(fmm_cuda_forcesf(gp, nullptr, d_f, 2.0, &ed, nullptr, nullptr), FMM_OK);
+                ASSERT_EQ(cudaMemcpy(fd.data(), d_f, sizeof(float) * 27000, cudaMemcpyDeviceToHost),
+                          cudaSuccess);
+                cudaFree(d_x), cudaFree(d_f);
+                std::vector<double> want(27000), got(fd.begin(), fd.end());
+                for (long i = 0; i < 27000; ++i) want[i] = 2.0 * qf[i / 3] * (double)fh[i];
+                EXPECT_LT(rel(got, want), mixed ? 1e-6 : 1e-7);
+                EXPECT_LT(std::fabs(ed - eh), (mixed ? 1e-7 : 1e-12) * (std::fabs(eh) + excluded));
+                fmm_destroy(gp);
+            }
+#endif
         }
 }
 
