@@ -12,13 +12,13 @@ awk 'BEGIN { srand(11); print "# x y z f"; for (i = 0; i < 1500; i++) { x = rand
       printf "%.17g %.17g %.17g %.17g\n", x, y, z, exp(x) * sin(3 * y) + z * z } }' >"$c"
 
 expect_help rbf fit eval deform matvec --centers --out --model --points --mesh --displacements --shape \
-    --tolerance --lset --max-iter --matvec --series-tol --device --threads --seed --repeat --sample
+    --tolerance --lset --max-iter --matvec --series-tol --precision --device --threads --seed --repeat --sample
 
 run rbf fit --centers "$c" --shape 0.05 --tolerance 1e-9 --out "$tmp/model.txt"
 if [ "$rc" -ne 0 ]; then fail "fit" "exit $rc"; else
     pass "fit"
     if [ -s "$tmp/stderr" ]; then fail "fit: stderr empty" "not empty"; else pass "fit: stderr empty"; fi
-    ok=1; for k in n iterations max_residual time_s; do [ -n "$(value $k)" ] || ok=0; done
+    ok=1; for k in n iterations max_residual single_passes time_s; do [ -n "$(value $k)" ] || ok=0; done
     if [ $ok -eq 1 ]; then pass "fit: stdout keys"; else fail "fit: stdout keys" "$(cat "$tmp/stdout")"; fi
     r=$(value max_residual)
     if is_le "$r" 1e-9; then pass "fit: max_residual <= tolerance"; else fail "fit: max_residual" "$r"; fi
@@ -31,6 +31,10 @@ if [ "$rc" -ne 0 ]; then fail "fit" "exit $rc"; else
         if is_le "$err" 1e-9; then pass "eval: reproduces the data ($err)"; else fail "eval: reproduces the data" "$err"; fi
     fi
 fi
+run rbf fit --centers "$c" --shape 0.05 --tolerance 1e-9 --precision double --out "$tmp/model2.txt"
+if [ "$rc" -eq 0 ] && [ "$(value single_passes)" = 0 ] && is_le "$(value max_residual)" 1e-9; then
+    pass "fit --precision double: no single-precision pass"
+else fail "fit --precision double" "exit $rc, single_passes $(value single_passes)"; fi
 run rbf matvec --centers "$c" --shape 0.05 --repeat 1 --sample 100
 if [ "$rc" -eq 0 ] && [ -n "$(value matvec_s)" ] && is_le "$(value rel_error)" 1e-12; then pass "matvec"; else fail "matvec" "exit $rc"; fi
 
@@ -75,6 +79,7 @@ expect_bad "fit: word" rbf fit --centers "$tmp/word.txt" --shape 0.1 --out "$tmp
 expect_bad "fit: missing file" rbf fit --centers "$tmp/none.txt" --shape 0.1 --out "$tmp/x"
 expect_bad "fit: tolerance 0" rbf fit --centers "$c" --shape 0.1 --tolerance 0 --out "$tmp/x"
 expect_bad "fit: --matvec bogus" rbf fit --centers "$c" --shape 0.1 --matvec bogus --out "$tmp/x"
+expect_bad "fit: --precision bogus" rbf fit --centers "$c" --shape 0.1 --precision single --out "$tmp/x"
 expect_bad "fit: unknown option" rbf fit --centers "$c" --shape 0.1 --bogus 1 --out "$tmp/x"
 expect_bad "fit: no --out" rbf fit --centers "$c" --shape 0.1
 expect_bad "eval: bad model" rbf eval --model "$c" --points "$c" --out "$tmp/x"
