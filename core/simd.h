@@ -130,4 +130,36 @@ static inline simd_d simd_sqrt(simd_d a) {
 #endif
 }
 
+/* Single-precision vectors: SIMD_FW floats in the bytes of SIMD_W doubles (rbf/direct.c's
+ * single-precision sums). */
+#define SIMD_FW (2 * SIMD_W)
+typedef float simd_f __attribute__((vector_size(8 * SIMD_W)));
+typedef float simd_fu __attribute__((vector_size(8 * SIMD_W), aligned(4)));
+static inline simd_f simd_f_load(const float *p) {
+    return *(const simd_fu *)p;
+}
+static inline void simd_f_store(float *p, simd_f v) {
+    *(simd_fu *)p = v;
+}
+static inline simd_f simd_f_set1(float x) {
+    return (simd_f){0} + x;
+}
+static inline double simd_f_sum(simd_f v) {
+    double s = 0;
+    for (int k = 0; k < SIMD_FW; ++k) s += v[k];
+    return s;
+}
+/* correctly rounded (rsqrtps and a Newton step made rbf/direct.c's single-precision pass 1.3x
+   slower on Zen 3: the FMA units, not the divider, were then the limit) */
+static inline simd_f simd_f_sqrt(simd_f a) {
+#if defined(__AVX512F__)
+    return (simd_f)_mm512_sqrt_ps((__m512)a);
+#elif defined(__AVX__)
+    return (simd_f)_mm256_sqrt_ps((__m256)a);
+#else
+    for (int k = 0; k < SIMD_FW; ++k) a[k] = sqrtf(a[k]);
+    return a;
+#endif
+}
+
 #endif

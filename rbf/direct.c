@@ -30,7 +30,7 @@
 #include "rbf/rbf_internal.h"
 
 #define W SIMD_W
-#define WF (2 * SIMD_W) /* floats per vector */
+#define WF SIMD_FW
 #define RBF_TILE 4096
 #define RBF_CHUNK 64 /* targets per work item of the target sums (even) */
 /* columns per tile of the symmetric sum: 2048 (96 KiB of x y z w and the thread's o, e) stay in L2
@@ -149,35 +149,6 @@ static inline __attribute__((always_inline)) void fold(int NW, long np, long j0,
         }
 }
 
-/* the single-precision vectors: WF floats in the bytes of W doubles */
-typedef float simd_f __attribute__((vector_size(8 * SIMD_W)));
-typedef float simd_fu __attribute__((vector_size(8 * SIMD_W), aligned(4)));
-static inline simd_f simd_f_load(const float *p) {
-    return *(const simd_fu *)p;
-}
-static inline void simd_f_store(float *p, simd_f v) {
-    *(simd_fu *)p = v;
-}
-static inline simd_f simd_f_set1(float x) {
-    return (simd_f){0} + x;
-}
-static inline double simd_f_sum(simd_f v) {
-    double s = 0;
-    for (int k = 0; k < WF; ++k) s += v[k];
-    return s;
-}
-/* correctly rounded; rsqrtps and a Newton step made the pass 1.3x slower on Zen 3 (the FMA
-   units, not the divider, were then the limit) */
-static inline simd_f simd_f_sqrt(simd_f a) {
-#if defined(__AVX512F__)
-    return (simd_f)_mm512_sqrt_ps((__m512)a);
-#elif defined(__AVX__)
-    return (simd_f)_mm256_sqrt_ps((__m256)a);
-#else
-    for (int k = 0; k < WF; ++k) a[k] = sqrtf(a[k]);
-    return a;
-#endif
-}
 /* columns a row's float partial sums run over before they go into a double */
 #define RBF_SINGLE_RUN 256
 
