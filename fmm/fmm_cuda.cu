@@ -67,8 +67,8 @@ enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT
 /* The device route's evaluation (fmm_cuda_setptsf, fmm_cuda_forcesf) as one graph: the caller's
  * float positions dx widened (a non-finite one flagged in bad), the evaluation, and scale q E
  * into the caller's df. One launch instead of four runtime calls (the flag's reset, the widening,
- * the graph, the forces): at the 3,345-atom droplet the host's part of a GROMACS step was
- * 0.016-0.018 ms for the module's calls, about what the evaluation takes on the GPU. */
+ * the graph, the forces): the GROMACS module's host time per call at the 3,345-atom droplet went
+ * from 0.016-0.027 to 0.007-0.014 ms (H100, bench/results/gromacs_gpu/README.md). */
 typedef struct {
     const float *dx;
     float *df;
@@ -115,7 +115,7 @@ struct fmm_gpu {
     const float *dev_xyz;    /* device-resident positions that no evaluation has read yet */
     double geom_host[G_N];   /* what g->geom holds */
     /* [GRAPH_PLAIN]; [GRAPH_PARTS]: gathering the periodic image forces; [GRAPH_DEVICE]: the
-       device route (dev_route) around the plain evaluation, captured for route[GRAPH_DEVICE] */
+       device route around the plain evaluation, captured for the buffers and scale in route */
     cudaGraphExec_t exec[3];
     int graph_n[3], graph_depth[3], graph_excl[3];
     dev_route route;

@@ -23,10 +23,11 @@ int rbf_direct_cpu(long ns, const double *sx, const double *sy, const double *sz
    FMM_ERR_NOMEM */
 int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *z, int nw,
                         const double *w, double c2, int single, double *out, int threads);
-/* measured 3.0-3.7 (N = 5000-20000, uniform centres, the fit's search directions) */
+/* measured 3.0-3.7 (N = 5000-20000, uniform centres, the fit's search directions) and 2.6-3.2 in
+   RbfFit.SinglePrecisionSumWithinItsBound (random weights) */
 #define RBF_SINGLE_ERR 4.0
-/* the fit replaces its residual once the single-precision passes may have moved it this far,
-   relative to its size (rbf/rbf.c) */
+/* the fit takes back the single-precision passes' error (a double pass) once they may have moved
+   its residual this far, relative to its size (rbf/rbf.c) */
 #define RBF_SINGLE_GAP 1e-4
 
 /* ---- local cardinal functions of the L-sets (rbf/local.c), RBF_LANES sets at once ---- */
