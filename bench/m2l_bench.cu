@@ -45,14 +45,9 @@ static const char *usage =
     "                    (m2l_symmetric_emulate) against the CPU reference instead\n"
     "  --help            this text\n"
     "Columns: time_ms (median), translations/s (M2L pairs per second), GFLOP/s counted as dense\n"
-    "operators (2 nc^2 per translation, nc = (p+1)^2; an equivalent rate for the symmetric "
-    "variants,\n"
-    "which share products within a class and skip the columns that far classes cut, "
-    "m2l/operators.h),\n"
-    "frac = that rate over the compute-bound\n"
+    "operators (2 nc^2 per translation, nc = (p+1)^2), frac = that rate over the compute-bound\n"
     "microkernel's FP64 FMA rate, err = max over checked boxes of max|U - U_ref| / max|U_ref|.\n"
-    "A variant passes its check with err <= 1e-12 (symfloat: 1e-5) and no NaN left anywhere in U "
-    "(U is poisoned\n"
+    "A variant passes its check with err <= 1e-12 (symfloat: 1e-5) and no NaN left anywhere in U (U is poisoned\n"
     "with NaN before the run). Exit status: 0 all checks passed, 1 a check failed or a variant\n"
     "returned an error, 2 bad options or no usable device.\n";
 
@@ -198,11 +193,9 @@ static long source_of(long t, int level, const int d[3], int periodic) {
 }
 
 /* U_ref of the sample boxes: the dense M2L matrix of each signed offset, built directly
- * (harm_m2l_matrix, no reflection tables) and cut to its class's source degrees
- * (m2l/operators.h), times the source multipole */
-static void reference(const m2l_operators &ops, int level, int periodic, const double *W,
-                      const std::vector<long> &tg, std::vector<double> &Uref) {
-    const int p = ops.p;
+ * (harm_m2l_matrix, no reflection tables), times the source multipole */
+static void reference(int p, int level, int periodic, const double *W, const std::vector<long> &tg,
+                      std::vector<double> &Uref) {
     const int nc = (p + 1) * (p + 1);
     Uref.assign(tg.size() * nc, 0.0);
     std::vector<double> T((size_t)nc * nc);
@@ -220,9 +213,6 @@ static void reference(const m2l_operators &ops, int level, int periodic, const d
                 if (!built) {
                     const double dd[3] = {(double)od[0], (double)od[1], (double)od[2]};
                     harm_m2l_matrix(p, dd, T.data());
-                    const int q = ops.order[ops.cls[o]];
-                    for (int k = 0; k < nc; ++k)
-                        for (int j = (q + 1) * (q + 1); j < nc; ++j) T[(size_t)k * nc + j] = 0.0;
                     built = true;
                 }
                 for (int k = 0; k < nc; ++k) {
@@ -471,7 +461,7 @@ static int emulate(const opts &o) {
             for (auto &w : W) w = 2 * rng_unit(s) - 1;
             std::vector<long> tg = {0, nbox - 1};
             for (int i = 0; i < o.samples; ++i) tg.push_back((long)(rng_next(s) % (uint64_t)nbox));
-            reference(ops, D, o.periodic, W.data(), tg, Uref);
+            reference(p, D, o.periodic, W.data(), tg, Uref);
             int rc = m2l_symmetric_emulate(&ops, D, o.periodic, W.data(), U.data());
             double err = rc ? NAN : check_error(U.data(), tg, Uref, nc);
             bool nan_free = true;
@@ -577,7 +567,7 @@ int main(int argc, char **argv) {
             for (auto &w : W) w = 2 * rng_unit(s) - 1;
             std::vector<long> tg = {0, L.nbox - 1};
             for (int i = 0; i < o.samples; ++i) tg.push_back((long)(rng_next(s) % (uint64_t)L.nbox));
-            reference(ops, D, o.periodic, W.data(), tg, Uref);
+            reference(p, D, o.periodic, W.data(), tg, Uref);
             L.hU.resize((size_t)L.nbox * nc);
             if (cudaMemcpy(L.W, W.data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
                 printf("%3d %2d cannot upload W\n", p, D);

@@ -75,9 +75,9 @@ static void rotate(int p, const double *R, const double *in, double *out) {
     }
 }
 
-/* translation along z: couples (l,m) only to (j,m), j <= q; Re and Im rows separately */
+/* translation along z: couples (l,m) only to (j,m); Re and Im rows separately */
 static void translate_z(const factored_op *op, const double *in, double *out) {
-    int p = op->p, q = op->q;
+    int p = op->p;
     for (int m = 0; m <= p; ++m) {
         int w = p + 1 - m;
         const double *zr = op->zre + op->zoff[m], *zi = op->zim + op->zoff[m];
@@ -86,7 +86,7 @@ static void translate_z(const factored_op *op, const double *in, double *out) {
             size_t ore = (size_t)(l * l + (m ? 2 * m - 1 : 0)) * NB, oim = (size_t)(l * l + 2 * m) * NB;
             for (int c = 0; c < NV; c += CH / 2) { /* Re and Im accumulators share the registers */
                 simd_d ar[CH / 2] = {{0}}, ai[CH / 2] = {{0}};
-                for (int j = m; j <= q; ++j) {
+                for (int j = m; j <= p; ++j) {
                     double sr = zr[(l - m) * w + (j - m)];
                     const simd_d *rr = (const simd_d *)(in + (size_t)(j * j + (m ? 2 * m - 1 : 0)) * NB) + c;
                     for (int v = 0; v < CH / 2; ++v) ar[v] += rr[v] * sr;
@@ -156,7 +156,7 @@ void panel_scatter_add(int np, const double *P, int nc, const int *dst, const un
 }
 
 void panel_apply(const factored_op *op, double *P, double *T) {
-    rotate(op->q, op->r1, P, T);
+    rotate(op->p, op->r1, P, T);
     translate_z(op, T, P);
     rotate(op->p, op->r2, P, T);
     /* result back into P (rows < ncoef; padding rows of P are untouched zeros) */

@@ -23,7 +23,6 @@ extern "C" {
 
 typedef struct factored_op {
     int p;
-    int q;                   /* input degrees used (<= p; the M2L's orders by distance) */
     const double *r1, *r2;   /* rotation blocks per degree (harm_rotation_matrices layout) */
     const double *zre, *zim; /* z-translation per order m: block m at zoff[m], (p+1-m)^2 */
     const int *zoff;         /* [p+2] */
@@ -42,8 +41,7 @@ void panel_gather(int npad, const double *X, int nc, const int *src, const unsig
 void panel_scatter_add(int npad, const double *P, int nc, const int *dst, const unsigned char *flag,
                        const double *sign, double *Y);
 
-/* P <- R2 Z R1 P, using T as scratch; both panels [npad][PANEL_NB], 64-byte aligned. Input
- * rows of degree > q are ignored (read as zero). */
+/* P <- R2 Z R1 P, using T as scratch; both panels [npad][PANEL_NB], 64-byte aligned. */
 void panel_apply(const factored_op *op, double *P, double *T);
 
 #ifdef __cplusplus

@@ -6,8 +6,7 @@
  * p-1), made monotone (each entry is the largest error at that order or any higher one).
  * Written by bench/accuracy_table.py from bench/accuracy_sweep.sh's runs
  * (bench/results/accuracy_sweep.csv: orders 1-24; accuracy_sweep_high.csv: every fourth
- * order from 26 to 50, geometric interpolation between them; rerun 2026-11-26 with the M2L's
- * orders by distance, m2l/operators.h, which raised the errors by up to 1.6x at orders 2-20):
+ * order from 26 to 50, geometric interpolation between them):
  *   open: uniform cube, Plummer, sphere surface (20000 charges each) and water-like
  *         (6666 SPC/E molecules) against the direct sum; the water-like set is the worst;
  *   periodic: the 2934-atom SPC/E box, a 300-atom water box and 2000 uniform charges
@@ -18,26 +17,26 @@
  * the 3x margin below covers (the promise for periodic boxes stops at 1e-7, README). */
 /* open: swept orders 1-24, 26, 30, 34, 38, 42, 46, 50, the others interpolated */
 static const double err_open[] = {
-    5.05e-02, 1.78e-02, 5.73e-03, 2.03e-03, 8.46e-04, 3.15e-04,
-    1.25e-04, 5.14e-05, 2.88e-05, 1.21e-05, 5.75e-06, 2.47e-06,
-    1.14e-06, 5.60e-07, 2.79e-07, 1.53e-07, 7.66e-08, 4.46e-08,
-    2.29e-08, 1.30e-08, 7.68e-09, 4.27e-09, 2.31e-09, 1.50e-09,
-    9.38e-10, 5.88e-10, 3.69e-10, 2.31e-10, 1.45e-10, 9.11e-11,
-    6.10e-11, 4.08e-11, 2.73e-11, 1.83e-11, 1.20e-11, 7.92e-12,
-    5.22e-12, 3.43e-12, 2.30e-12, 1.54e-12, 1.04e-12, 6.95e-13,
-    4.69e-13, 3.17e-13, 2.14e-13, 1.44e-13, 9.59e-14, 6.37e-14,
-    4.23e-14, 2.81e-14};
+    5.09e-02, 1.48e-02, 5.02e-03, 1.75e-03, 6.26e-04, 2.47e-04,
+    9.91e-05, 4.35e-05, 1.78e-05, 8.16e-06, 3.70e-06, 1.76e-06,
+    8.40e-07, 4.61e-07, 2.49e-07, 1.28e-07, 6.67e-08, 3.31e-08,
+    1.86e-08, 1.14e-08, 7.24e-09, 3.98e-09, 2.19e-09, 1.45e-09,
+    9.18e-10, 5.80e-10, 3.64e-10, 2.29e-10, 1.44e-10, 9.03e-11,
+    6.05e-11, 4.06e-11, 2.72e-11, 1.83e-11, 1.20e-11, 7.92e-12,
+    5.21e-12, 3.43e-12, 2.30e-12, 1.54e-12, 1.04e-12, 6.95e-13,
+    4.69e-13, 3.17e-13, 2.14e-13, 1.44e-13, 9.60e-14, 6.38e-14,
+    4.25e-14, 2.82e-14};
 /* periodic: swept orders 1-24, 26, 30, 34, 38, 42, 46, 50, the others interpolated */
 static const double err_periodic[] = {
-    5.63e-02, 2.14e-02, 8.53e-03, 2.88e-03, 1.23e-03, 4.39e-04,
-    2.06e-04, 7.63e-05, 4.13e-05, 1.87e-05, 9.00e-06, 4.07e-06,
-    1.97e-06, 1.22e-06, 7.53e-07, 4.56e-07, 4.56e-07, 1.08e-07,
-    1.07e-07, 6.80e-08, 3.96e-08, 3.96e-08, 1.26e-08, 1.10e-08,
-    4.15e-09, 1.57e-09, 1.44e-09, 1.32e-09, 1.21e-09, 1.11e-09,
+    5.51e-02, 2.08e-02, 8.36e-03, 2.60e-03, 8.68e-04, 3.56e-04,
+    1.80e-04, 6.48e-05, 3.26e-05, 1.67e-05, 7.63e-06, 3.50e-06,
+    1.85e-06, 1.19e-06, 7.13e-07, 4.41e-07, 4.41e-07, 1.06e-07,
+    1.06e-07, 6.82e-08, 3.96e-08, 3.96e-08, 1.28e-08, 1.10e-08,
+    4.13e-09, 1.55e-09, 1.43e-09, 1.31e-09, 1.21e-09, 1.11e-09,
     6.06e-10, 3.30e-10, 1.80e-10, 9.82e-11, 7.20e-11, 5.28e-11,
     3.87e-11, 2.84e-11, 1.86e-11, 1.22e-11, 7.96e-12, 5.21e-12,
-    3.03e-12, 1.76e-12, 1.02e-12, 5.94e-13, 4.55e-13, 3.49e-13,
-    2.67e-13, 2.04e-13};
+    3.03e-12, 1.76e-12, 1.02e-12, 5.95e-13, 4.55e-13, 3.49e-13,
+    2.67e-13, 2.05e-13};
 
 _Static_assert(sizeof err_open / sizeof *err_open == FMM_ORDER_MAX, "one entry per order");
 _Static_assert(sizeof err_periodic / sizeof *err_periodic == FMM_ORDER_MAX, "one entry per order");

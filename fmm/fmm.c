@@ -134,8 +134,8 @@ static int init_child_translations(fmm_plan *P) {
     panel_zblocks(p, Z, P->zoff, z, z + nz);
     harm_l2l_matrix(p, zs, Z);
     panel_zblocks(p, Z, P->zoff, z + 2 * nz, z + 3 * nz);
-    P->m2m = (factored_op){p, p, rwQ, rwQT, z, z + nz, P->zoff};
-    P->l2l = (factored_op){p, p, ruQT, ruQ, z + 2 * nz, z + 3 * nz, P->zoff};
+    P->m2m = (factored_op){p, rwQ, rwQT, z, z + nz, P->zoff};
+    P->l2l = (factored_op){p, ruQT, ruQ, z + 2 * nz, z + 3 * nz, P->zoff};
     return FMM_OK;
 }
 

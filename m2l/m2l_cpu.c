@@ -72,13 +72,9 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
                     off[k] = (unsigned short)o;
                 }
             for (int c = 0; c < M2L_NCLASS; ++c) {
-                factored_op op = {ops->p,
-                                  ops->order[c],
-                                  ops->rot_w + (size_t)c * ops->nrot,
-                                  ops->rot_u + (size_t)c * ops->nrot,
-                                  ops->zre + (size_t)c * ops->nz,
-                                  ops->zim + (size_t)c * ops->nz,
-                                  ops->zoff};
+                factored_op op = {ops->p, ops->rot_w + (size_t)c * ops->nrot,
+                                  ops->rot_u + (size_t)c * ops->nrot, ops->zre + (size_t)c * ops->nz,
+                                  ops->zim + (size_t)c * ops->nz, ops->zoff};
                 for (long e0 = cnt[c]; e0 < cnt[c + 1]; e0 += PANEL_NB) {
                     int nc = (int)(cnt[c + 1] - e0 < PANEL_NB ? cnt[c + 1] - e0 : PANEL_NB);
                     panel_gather(np, W, nc, src + e0, flg + e0, ops->sign, C);

@@ -27,7 +27,6 @@ extern "C" int m2l_gpu_ops_init(m2l_gpu_ops *g, const m2l_operators *ops, int de
     const int nc = ops->ncoef;
     const size_t nn = (size_t)nc * nc;
     g->p = ops->p, g->nc = nc;
-    memcpy(g->order, ops->order, sizeof g->order);
     {
         int dev = 0, major = 0, minor = 0;
         if (cudaGetDevice(&dev) != cudaSuccess ||

@@ -48,7 +48,6 @@ typedef struct m2l_gpu_ops {
     double *dense; /* device [343][nc][nc] every offset's operator (naive variant), or NULL */
     double *sign; /* device [8][nc] */
     int *vlist;   /* device [8 parities][189] packed offsets: (dx+3) | (dy+3)<<3 | (dz+3)<<6 | class<<9 | flag<<15 */
-    int order[M2L_NCLASS]; /* host copy of the classes' source degrees (m2l/operators.h) */
 } m2l_gpu_ops;
 
 /* Upload the operator set (dense: also the 316 dense operators, for the naive variant).

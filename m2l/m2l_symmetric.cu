@@ -29,9 +29,7 @@
  * class and chunk of input coefficients it stages the signed operator rows of its warps (warp
  * w serves one row group) and the Hadamard planes of the gathered sources in shared memory, then
  * runs a register-blocked product (rows x targets per thread); the sums over its classes stay in
- * registers and are added to U atomically (U is cleared first). A class that keeps fewer source
- * degrees (orders by distance, m2l/operators.h) runs its chunks over its first (q_c + 1)^2 input
- * coefficients only.
+ * registers and are added to U atomically (U is cleared first).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -137,9 +135,7 @@ __host__ __device__ static inline long sym_target(long k, int parity, int level)
 /* Host tables of the plan (also used by the CPU emulation). */
 typedef struct sym_tables {
     int p, nc, rstride;
-    /* per parity, sign group, class slot: class | f0 << 6 | ncol << 9, where ncol = (q_c + 1)^2
-       is the number of source coefficients the class keeps (m2l/operators.h) */
-    int info[8][SYM_NQ][SYM_NR];
+    int info[8][SYM_NQ][SYM_NR]; /* per parity, sign group, class slot: class | f0 << 6 */
     int memb[8][M2L_VLIST];      /* per parity, presorted entry: packed offset of the member */
     unsigned char *kap;          /* [8 groups][nc]: row group kappa(j) */
     short *rows;                 /* [8 groups][8 warps][rstride]: row or -1 */
@@ -150,11 +146,9 @@ static void sym_tables_free(sym_tables *t) {
     t->kap = NULL, t->rows = NULL;
 }
 
-/* vlist: [8][189] packed offsets, sign: [8][nc] reflection signs (f = fx | fy<<1 | fz<<2),
- * order: [56] the classes' source degrees. Checks every assumption the kernels make;
- * FMM_ERR_PARAM if one fails (a bug, not an input). */
-static int sym_tables_build(int p, const int *vlist, const double *sign, const int *order,
-                            sym_tables *t) {
+/* vlist: [8][189] packed offsets, sign: [8][nc] reflection signs (f = fx | fy<<1 | fz<<2).
+ * Checks every assumption the kernels make; FMM_ERR_PARAM if one fails (a bug, not an input). */
+static int sym_tables_build(int p, const int *vlist, const double *sign, sym_tables *t) {
     memset(t, 0, sizeof *t);
     const int nc = (p + 1) * (p + 1);
     t->p = p, t->nc = nc, t->rstride = sym_row_stride(p);
@@ -227,12 +221,7 @@ static int sym_tables_build(int p, const int *vlist, const double *sign, const i
             seen[c] |= 1 << gamma;
             const int at = sym_qbase(A) + slot_of_class[c] * beta + gamma;
             t->memb[par][at] = pk & 511;
-            if (order[c] < 0 || order[c] > p) {
-                rc = FMM_ERR_PARAM;
-                break;
-            }
-            t->info[par][A][slot_of_class[c]] =
-                c | f0[c] << 6 | (order[c] + 1) * (order[c] + 1) << 9;
+            t->info[par][A][slot_of_class[c]] = c | f0[c] << 6;
         }
         for (int c = 0; c < M2L_NCLASS && !rc; ++c)
             if (seen[c] != (1 << (1 << sym_popc3(Aof[c]))) - 1) rc = FMM_ERR_PARAM;
@@ -276,7 +265,7 @@ extern "C" int m2l_symmetric_emulate(const m2l_operators *ops, int level, int pe
         for (int k = 0; k < nc; ++k) sg[f * nc + k] = ops->sign[f * ops->npad + k];
     for (int c = 0; c < M2L_NCLASS; ++c)
         if ((rc = m2l_operator_dense(ops, ops->ref[c][0], ops->ref[c][1], ops->ref[c][2], T + c * nn))) goto done;
-    if ((rc = sym_tables_build(p, vl, sg, ops->order, &t))) goto done;
+    if ((rc = sym_tables_build(p, vl, sg, &t))) goto done;
     {
         const long s = 1L << level, ntp = s * s * s / 8;
         memset(U, 0, sizeof(double) * nc * 8 * ntp);
@@ -286,7 +275,7 @@ extern "C" int m2l_symmetric_emulate(const m2l_operators *ops, int level, int pe
                 for (int A = 0; A < SYM_NQ; ++A) {
                     const int beta = 1 << sym_popc3(A), gw = 8 / beta;
                     for (int r = 0; r < SYM_NR; ++r) {
-                        const int info = t.info[par][A][r], c = info & 63, f0 = info >> 6 & 7;
+                        const int info = t.info[par][A][r], c = info & 63, f0 = info >> 6;
                         const double *s0 = sg + f0 * nc, *Tc = T + c * nn;
                         long src[8];
                         for (int gm = 0; gm < beta; ++gm)
@@ -369,8 +358,7 @@ __global__ void __launch_bounds__(256, sizeof(R) == 4 ? M2L_SYM_MINBLOCKS_FLOAT 
 #pragma unroll
         for (int c = 0; c < COLS; ++c) acc[i][c] = 0;
     for (int r = r0; r < r1; ++r) {
-        const int inf = info[(parity * SYM_NQ + A) * SYM_NR + r], c = inf & 63, f0 = inf >> 6 & 7,
-                  ncol = inf >> 9;
+        const int inf = info[(parity * SYM_NQ + A) * SYM_NR + r], c = inf & 63, f0 = inf >> 6;
         const R *T = cls + (size_t)c * NC * NC;
         const double *s0 = sign + f0 * NC;
         const int *sl = srcl + ((size_t)parity * M2L_VLIST + qbase + r * B) * ntp;
@@ -380,8 +368,7 @@ __global__ void __launch_bounds__(256, sizeof(R) == 4 ? M2L_SYM_MINBLOCKS_FLOAT 
             const long k = k0 + col;
             srcs[idx] = k < ntp ? sl[gm * ntp + k] : -1;
         }
-        /* the class's operator columns beyond ncol are zero: neither staged nor multiplied */
-        for (int j0 = 0; j0 < ncol; j0 += KC) {
+        for (int j0 = 0; j0 < NC; j0 += KC) {
             __syncthreads();
             /* operator rows of every warp, row signs folded in: Ts[jj][warp][i] */
             for (int idx = threadIdx.x; idx < 8 * RP2 * KC; idx += 256) {
@@ -398,7 +385,7 @@ __global__ void __launch_bounds__(256, sizeof(R) == 4 ? M2L_SYM_MINBLOCKS_FLOAT 
 #pragma unroll
                 for (int gm = 0; gm < B; ++gm) {
                     const int sb = srcs[gm * TT + col];
-                    if (sb >= 0 && j < ncol) {
+                    if (sb >= 0 && j < WS) {
                         if constexpr (V == 4) {
                             const float4 v =
                                 *reinterpret_cast<const float4 *>(W + (size_t)sb * WS + j);
@@ -433,7 +420,7 @@ __global__ void __launch_bounds__(256, sizeof(R) == 4 ? M2L_SYM_MINBLOCKS_FLOAT 
             __syncthreads();
             const R *Zg = Zs + grp * KC * XT + lane;
             const R *Tw = Ts + warp * RP2;
-            const int jn = ncol - j0 < KC ? ncol - j0 : KC;
+            const int jn = NC - j0 < KC ? NC - j0 : KC;
 #pragma unroll 4
             for (int jj = 0; jj < jn; ++jj) {
                 R xv[COLS], tv[RP2];
@@ -563,7 +550,7 @@ static int sym_plan_fill(m2l_sym_plan *pl, const m2l_gpu_ops *g) {
     if (cudaMemcpy(vl, g->vlist, sizeof(int) * 8 * M2L_VLIST, cudaMemcpyDeviceToHost) != cudaSuccess ||
         cudaMemcpy(sg, g->sign, sizeof(double) * 8 * nc, cudaMemcpyDeviceToHost) != cudaSuccess)
         goto done;
-    if ((rc = sym_tables_build(g->p, vl, sg, g->order, &t))) goto done;
+    if ((rc = sym_tables_build(g->p, vl, sg, &t))) goto done;
     pl->rstride = t.rstride;
     {
         const size_t nrows = (size_t)SYM_NQ * 8 * t.rstride, nlist = (size_t)8 * M2L_VLIST * pl->ntp;

@@ -29,13 +29,6 @@ void m2l_frame_along(const double d[3], double Q[9]) {
     for (int i = 0; i < 3; ++i) Q[i] = x[i], Q[3 + i] = y[i], Q[6 + i] = z[i];
 }
 
-/* q_c of the header: the lowest q with (a/R)^(q+1) <= (a/2)^(p+1) */
-static int class_order(int p, const int d[3]) {
-    const double R = sqrt((double)(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])), a = M2L_DECAY_RADIUS;
-    const int q = (int)ceil((p + 1) * log(2 / a) / log(R / a) - 1e-9) - 1;
-    return q < p ? q : p;
-}
-
 static int init_factored(m2l_operators *ops) {
     int p = ops->p, n = ops->ncoef;
     ops->nrot = (p + 1) * (2 * p + 1) * (2 * p + 3) / 3;
@@ -92,11 +85,7 @@ int m2l_operators_init(m2l_operators *ops, int p) {
     for (int z = 0; z <= 3; ++z)
         for (int y = 0; y <= 3; ++y)
             for (int x = 0; x <= 3; ++x)
-                if (x >= 2 || y >= 2 || z >= 2) {
-                    ops->ref[c][0] = x, ops->ref[c][1] = y, ops->ref[c][2] = z;
-                    ops->order[c] = class_order(p, ops->ref[c]);
-                    ++c;
-                }
+                if (x >= 2 || y >= 2 || z >= 2) ops->ref[c][0] = x, ops->ref[c][1] = y, ops->ref[c++][2] = z;
     if (init_factored(ops)) {
         m2l_operators_free(ops);
         return FMM_ERR_NOMEM;
@@ -123,15 +112,13 @@ void m2l_operators_free(m2l_operators *ops) {
 
 int m2l_operator_dense(const m2l_operators *ops, int dx, int dy, int dz, double *T) {
     int o = oct_offset_index(dx, dy, dz), n = ops->ncoef, c = ops->cls[o], f = ops->flags[o];
-    const int ncol = harm_ncoef(ops->order[c]);
     double *A = malloc(sizeof(double) * (size_t)n * n);
     if (!A) return FMM_ERR_NOMEM;
     double d[3] = {ops->ref[c][0], ops->ref[c][1], ops->ref[c][2]};
     harm_m2l_matrix(ops->p, d, A);
     const double *s = ops->sign + f * ops->npad;
     for (int i = 0; i < n; ++i)
-        for (int k = 0; k < n; ++k)
-            T[(size_t)i * n + k] = k < ncol ? s[i] * A[(size_t)i * n + k] * s[k] : 0.0;
+        for (int k = 0; k < n; ++k) T[(size_t)i * n + k] = s[i] * A[(size_t)i * n + k] * s[k];
     free(A);
     return 0;
 }
