@@ -40,20 +40,26 @@ typedef long long simd_l __attribute__((vector_size(8 * SIMD_W)));
 /* the same vector at 8-byte alignment, for loads and stores at any double */
 typedef double simd_du __attribute__((vector_size(8 * SIMD_W), aligned(8)));
 
-static inline simd_d simd_load(const double *p) {
-    return *(const simd_du *)p;
-}
-static inline void simd_store(double *p, simd_d v) {
-    *(simd_du *)p = v;
-}
-static inline simd_d simd_set1(double x) {
-    return (simd_d){0} + x;
-}
-static inline double simd_sum(simd_d v) {
-    double s = 0;
-    for (int k = 0; k < SIMD_W; ++k) s += v[k];
-    return s;
-}
+/* PRE##load (at the element's alignment), PRE##store, PRE##set1 (broadcast) and PRE##sum (in
+ * double) of the vector type V of N elements T; VU: V at T's alignment. Defined below for double
+ * (simd_load, ...) and float (simd_f_load, ...). */
+#define SIMD_BASICS(V, VU, T, N, PRE)                                                              \
+    static inline V PRE##load(const T *p) {                                                        \
+        return *(const VU *)p;                                                                     \
+    }                                                                                              \
+    static inline void PRE##store(T *p, V v) {                                                     \
+        *(VU *)p = v;                                                                              \
+    }                                                                                              \
+    static inline V PRE##set1(T x) {                                                               \
+        return (V){0} + x;                                                                         \
+    }                                                                                              \
+    static inline double PRE##sum(V v) {                                                           \
+        double s = 0;                                                                              \
+        for (int k = 0; k < N; ++k) s += v[k];                                                     \
+        return s;                                                                                  \
+    }
+SIMD_BASICS(simd_d, simd_du, double, SIMD_W, simd_)
+
 /* v where mask (a comparison's result) is set, else +0 */
 static inline simd_d simd_select0(simd_l mask, simd_d v) {
     return (simd_d)(mask & (simd_l)v);
@@ -135,20 +141,7 @@ static inline simd_d simd_sqrt(simd_d a) {
 #define SIMD_FW (2 * SIMD_W)
 typedef float simd_f __attribute__((vector_size(8 * SIMD_W)));
 typedef float simd_fu __attribute__((vector_size(8 * SIMD_W), aligned(4)));
-static inline simd_f simd_f_load(const float *p) {
-    return *(const simd_fu *)p;
-}
-static inline void simd_f_store(float *p, simd_f v) {
-    *(simd_fu *)p = v;
-}
-static inline simd_f simd_f_set1(float x) {
-    return (simd_f){0} + x;
-}
-static inline double simd_f_sum(simd_f v) {
-    double s = 0;
-    for (int k = 0; k < SIMD_FW; ++k) s += v[k];
-    return s;
-}
+SIMD_BASICS(simd_f, simd_fu, float, SIMD_FW, simd_f_)
 /* correctly rounded (rsqrtps and a Newton step made rbf/direct.c's single-precision pass 1.3x
    slower on Zen 3: the FMA units, not the divider, were then the limit) */
 static inline simd_f simd_f_sqrt(simd_f a) {
