@@ -9,9 +9,10 @@
 # of the medians to stdout. With M2L_ARGS (m2l-bench options, e.g. "--orders 7 --depths 4,5
 # --variants symfloat"), m2l-bench runs for every build too: $OUT/ab_m2l_NAME.csv.
 #
-# Systems: SPC/E water 24k (tracked) and, when present, systems/water/build/tile_nx16.xyzq (100k)
-# and tile_nx14.xyzq (1M); p 7 in $PRECISIONS (default "mixed double"), the automatic depth; no CPU
-# run and no reference (fmm-gpu-bench's accuracy columns come from bench/gpu.sh fmm).
+# Systems: the 3,345-atom droplet in its 10 nm box (depth 0), SPC/E water 24k (both tracked) and,
+# when present, systems/water/build/tile_nx16.xyzq (100k) and tile_nx14.xyzq (1M); p 7 in
+# $PRECISIONS (default "mixed double"), the automatic depth; no CPU run and no reference
+# (fmm-gpu-bench's accuracy columns come from bench/gpu.sh fmm).
 # The working tree is built (incrementally) into build-gpu/ by bench/gpu.sh build.
 set -uo pipefail
 IFS=, read -ra BASES <<< "${1:?usage: bench/gpu_ab.sh BASE[,BASE...] [ROUNDS]}"
@@ -49,7 +50,7 @@ fi
 F="$OUT/ab.csv"
 echo "build,$(build-gpu/bin/fmm-gpu-bench --header)" > "$F"
 W=systems/water
-cases=("spce_24k 200 --in $W/spce_24k.xyzq")
+cases=("droplet 400 --in $W/spce_droplet_r2.xyzq" "spce_24k 200 --in $W/spce_24k.xyzq")
 [ -f $W/build/tile_nx16.xyzq ] && cases+=("spce_100k 200 --in $W/build/tile_nx16.xyzq --tile 2")
 [ -f $W/build/tile_nx14.xyzq ] && cases+=("spce_1m 50 --in $W/build/tile_nx14.xyzq --tile 5")
 for r in $(seq "$ROUNDS"); do

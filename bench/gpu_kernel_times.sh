@@ -26,10 +26,11 @@ rm -f "$CSV.raw"
 LIST=${LIST:-0} python3 - "$CSV" <<'PY'
 import csv, os, re, sys, collections
 rows = [r for r in csv.DictReader(open(sys.argv[1])) if r.get('Metric Name') == 'gpu__time_duration.sum']
-# a graph replay is the run of kernels between two k_bin launches; take the fourth (the timed one)
-starts = [i for i, r in enumerate(rows) if r['Kernel Name'].startswith('k_bin')]
+# a graph replay is the run of kernels between two binning launches (k_bin, or k_root_bins at
+# periodic depth 0); take the fourth (the timed one)
+starts = [i for i, r in enumerate(rows) if re.match(r'(void )?k_(root_)?bins?\b', r['Kernel Name'])]
 if len(starts) < 5:
-    sys.exit(f"expected >= 5 evaluations, found {len(starts)} k_bin launches")
+    sys.exit(f"expected >= 5 evaluations, found {len(starts)} binning launches")
 one = rows[starts[3]:starts[4]]
 tot = collections.defaultdict(float)
 cnt = collections.Counter()

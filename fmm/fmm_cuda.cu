@@ -83,7 +83,8 @@ struct fmm_gpu {
     int sym_depth;
     int prio[3];         /* stream priorities: tree chain and coarse M2L, finest M2L, P2P */
     double *m2mT, *l2lT; /* [8 octants][nc in][nc out] */
-    double *lattice, *bg, *near_op;
+    double *root_op;     /* periodic: [2][nc in][nc out], the root's local from its multipole
+                            (root_operators) */
     double *xyz, *qin, *xw;       /* caller order: input positions, charges, wrapped positions */
     float *stage;                 /* [4n]: single-precision caller data on its way in or out */
     unsigned *key;                /* caller order: leaf of each particle */
@@ -178,6 +179,34 @@ template <typename R> struct alignas(4 * sizeof(R)) p2p_rec {
     R x, y, z, q;
 };
 
+/* The cell's charge moments about its centre (Y: the offset from it) for k_final's periodic
+ * corrections: charge, dipole, second moment, sum of |q|. Every thread of the block calls it, q = 0
+ * past the end. At depth 0 k_root_place adds them while it holds each particle (k_moments cost the
+ * P2P's lane 4 us at the 3,345-atom droplet); a tree keeps k_moments at the head of the P2P's lane:
+ * with the sums in k_place instead, the 1M water box was 1.7% faster but the 100k one 5% slower
+ * (H100, p 7 mixed, medians of 3 alternated rounds: 0.424 -> 0.444 ms). */
+__device__ __forceinline__ void add_cell_moments(double *red, double q, const double Y[3]) {
+    const int at[6] = {RED_Q, RED_D, RED_D + 1, RED_D + 2, RED_S2, RED_QABS};
+    const double v[6] = {
+        q, q * Y[0], q * Y[1], q * Y[2], q * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]), fabs(q)};
+    block_add(red, at, v);
+}
+
+/* the moments of the particles in tree order */
+__global__ void k_moments(long n, const double *__restrict__ x, const double *__restrict__ y,
+                          const double *__restrict__ z, const double *__restrict__ q,
+                          const double *__restrict__ geom, double *__restrict__ red) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const double h = 0.5 * geom[G_SIDE];
+    double Y[3] = {0, 0, 0}, qi = 0.0;
+    if (i < n) {
+        qi = q[i];
+        Y[0] = x[i] - geom[G_LO] - h, Y[1] = y[i] - geom[G_LO + 1] - h,
+        Y[2] = z[i] - geom[G_LO + 2] - h;
+    }
+    add_cell_moments(red, qi, Y);
+}
+
 /* Thread i < n writes particle i to its slot in tree order; thread i < nleaf writes leaf i's
  * range, its chunks' end, and its chunks into the chunk -> leaf map. */
 template <typename R>
@@ -215,10 +244,11 @@ __device__ __forceinline__ bool root_compact(const double *red, const double *ge
 /* Depth 0, periodic (pbc/cluster.h): the cell centred on the charges, in two kernels over the
  * particles that stand for the binning's five graph nodes (one leaf: no sort). First the occupied
  * bins of each axis; then every block finds the centre from them and places its particles in
- * caller order, each wrapped to within L/2 of the centre, with the largest |Y|^2 (compactness);
- * block 0 writes the cell's corner (geom), the leaf's range and chunk count, and a zero root
- * multipole for the P2M's sums. The cell's moments come from k_moments, as in a tree. (With one block doing all of it, fmm-gpu-bench's binning stage of the 3,345-atom droplet
- * took 0.020-0.021 ms on an H100; with the two kernels, 0.018-0.019.) */
+ * caller order, each wrapped to within L/2 of the centre, with the largest |Y|^2 (compactness)
+ * and the cell's moments, as k_place in a tree; block 0 writes the cell's corner (geom), the leaf's
+ * range and chunk count, and a zero root multipole and local for the P2M's sums. (With one block
+ * doing all of it, fmm-gpu-bench's binning stage of the 3,345-atom droplet took 0.020-0.021 ms on
+ * an H100; with the two kernels, 0.018-0.019.) */
 __global__ void k_root_bins(long n, const double *__restrict__ xyz, const double *__restrict__ geom,
                             double *__restrict__ red) {
     const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -234,13 +264,13 @@ __global__ void k_root_bins(long n, const double *__restrict__ xyz, const double
 }
 
 template <typename R>
-__global__ void k_root_place(long n, const double *__restrict__ xyz, const double *__restrict__ qin,
-                             double *__restrict__ geom, int *__restrict__ perm,
-                             double *__restrict__ x, double *__restrict__ y, double *__restrict__ z,
-                             double *__restrict__ q, p2p_rec<R> *__restrict__ pk,
-                             int *__restrict__ cs, int *__restrict__ ce,
-                             int *__restrict__ chunk_end, int *__restrict__ chunk_leaf, int tinfoil,
-                             int nc, double *__restrict__ W0, double *__restrict__ red) {
+__global__ void
+k_root_place(long n, const double *__restrict__ xyz, const double *__restrict__ qin,
+             double *__restrict__ geom, int *__restrict__ perm, double *__restrict__ x,
+             double *__restrict__ y, double *__restrict__ z, double *__restrict__ q,
+             p2p_rec<R> *__restrict__ pk, int *__restrict__ cs, int *__restrict__ ce,
+             int *__restrict__ chunk_end, int *__restrict__ chunk_leaf, int tinfoil, int nc,
+             double *__restrict__ W0, double *__restrict__ U0, double *__restrict__ red) {
     __shared__ double c[3];
     const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const double L = geom[G_SIDE];
@@ -252,11 +282,11 @@ __global__ void k_root_place(long n, const double *__restrict__ xyz, const doubl
                 : 0.5 * L;
     __syncthreads();
     unsigned long long r2 = 0;
+    double qi = 0.0, Y[3] = {0, 0, 0};
     if (i < n) {
-        const double Y[3] = {pbc_cluster_offset(xyz[3 * i], c[0], L),
-                             pbc_cluster_offset(xyz[3 * i + 1], c[1], L),
-                             pbc_cluster_offset(xyz[3 * i + 2], c[2], L)};
-        const double qi = qin[i], y2 = Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2];
+        for (int d = 0; d < 3; ++d) Y[d] = pbc_cluster_offset(xyz[3 * i + d], c[d], L);
+        qi = qin[i];
+        const double y2 = Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2];
         perm[i] = (int)i;
         x[i] = c[0] + Y[0], y[i] = c[1] + Y[1], z[i] = c[2] + Y[2], q[i] = qi;
         pk[i] = p2p_rec<R>{(R)Y[0], (R)Y[1], (R)Y[2], (R)qi};
@@ -267,10 +297,11 @@ __global__ void k_root_place(long n, const double *__restrict__ xyz, const doubl
         r2 = b > r2 ? b : r2;
     }
     if ((threadIdx.x & 31) == 0 && r2) atomicMax((unsigned long long *)(red + RED_R2), r2);
+    add_cell_moments(red, qi, Y);
     const int chunks = (int)((n + 31) / 32);
     if (i < chunks) chunk_leaf[i] = 0;
     if (blockIdx.x == 0) {
-        for (int k = threadIdx.x; k < nc; k += blockDim.x) W0[k] = 0.0;
+        for (int k = threadIdx.x; k < nc; k += blockDim.x) W0[k] = U0[k] = 0.0;
         if (threadIdx.x < 3) geom[G_LO + threadIdx.x] = c[threadIdx.x] - 0.5 * L;
         if (threadIdx.x == 0) cs[0] = 0, ce[0] = (int)n, chunk_end[0] = chunks;
     }
@@ -430,49 +461,19 @@ __global__ void __launch_bounds__(32 * NW)
         }
 }
 
-/* periodic: U_root = Lambda (W_root - Q b), charge term dropped (the cell is neutralised); near
- * (depth 0) with compact charges: + N W_root, the 26 nearest images (pbc/cluster.h). One warp per
- * row, reading it along the lanes (with a thread per row reading the matrix down its columns the
- * lattice stage of the 3,345-atom droplet took 0.011 ms on an H100 in fmm-gpu-bench's stage times;
- * 0.0056 ms now). */
-__global__ void k_lattice(int nc, const double *__restrict__ lat, const double *__restrict__ bg,
-                          const double *__restrict__ near, const double *__restrict__ red,
-                          const double *__restrict__ geom, const double *__restrict__ W0,
+/* periodic, depth >= 1: U_root = RT[0]^T W_root (root_operators), after the M2M chain, by one block
+ * of 8 warps; at depth 0 the P2M applies the operator itself. (With a warp per row and the old
+ * three operands, Lambda, b and N, the lattice stage of the 3,345-atom droplet took 0.0056 ms on an
+ * H100 in fmm-gpu-bench's stage times.) */
+__global__ void k_lattice(int nc, const double *__restrict__ RT, const double *__restrict__ W0,
                           double *__restrict__ U0) {
-    __shared__ double wn[hd_ncoef(FMM_GPU_PMAX)], w[hd_ncoef(FMM_GPU_PMAX)];
-    const double Q = W0[0];
-    const bool images = near && root_compact(red, geom);
-    for (int j = threadIdx.x; j < nc; j += blockDim.x)
-        wn[j] = j ? W0[j] - Q * bg[j] : 0.0, w[j] = W0[j];
+    __shared__ double w[hd_ncoef(FMM_GPU_PMAX)], part[8 * 32];
+    for (int j = threadIdx.x; j < nc; j += blockDim.x) w[j] = W0[j];
     __syncthreads();
-    const int lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-    for (int k = threadIdx.x >> 5; k < nc; k += nw) {
-        double s = 0.0;
-        for (int j = lane; j < nc; j += 32) {
-            s = fma(lat[(size_t)k * nc + j], wn[j], s);
-            if (images) s = fma(near[(size_t)k * nc + j], w[j], s);
-        }
-        s = warp_sum(s);
-        if (lane == 0) U0[k] = s;
-    }
+    block_root_local<8>(RT, w, nc, part, U0, false);
 }
 
 /* ---------------------------------------------------------------- periodic corrections, outputs */
-
-__global__ void k_moments(long n, const double *__restrict__ x, const double *__restrict__ y,
-                          const double *__restrict__ z, const double *__restrict__ q,
-                          const double *__restrict__ geom, double *__restrict__ red) {
-    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    const double h = 0.5 * geom[G_SIDE];
-    double Y[3] = {0, 0, 0}, qi = 0.0;
-    if (i < n) {
-        qi = q[i];
-        Y[0] = x[i] - geom[G_LO] - h, Y[1] = y[i] - geom[G_LO + 1] - h, Y[2] = z[i] - geom[G_LO + 2] - h;
-    }
-    const int at[6] = {RED_Q, RED_D, RED_D + 1, RED_D + 2, RED_S2, RED_QABS};
-    const double v[6] = {qi, qi * Y[0], qi * Y[1], qi * Y[2], qi * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]), fabs(qi)};
-    block_add(red, at, v);
-}
 
 /* potential of the uniform unit-density cube [-h, h]^3 (pbc/lattice.c) */
 __device__ double cube_F(double x, double y, double z) {
@@ -638,6 +639,32 @@ static int upload(double **d, const double *h, size_t count) {
     return FMM_OK;
 }
 
+/* The periodic images beyond the 27 nearest act on the root through the lattice operator Lambda on
+ * the neutralised multipole, U = Lambda (W - Q b) with the charge term dropped (Q = W_0, b the
+ * background's multipole: pbc/lattice.h), and with compact charges at depth 0 the 26 nearest images
+ * add N W (pbc/cluster.h). Both are linear in W: RT[i] = (Lambda (I - b e_0^T) with column 0 of
+ * Lambda dropped, + i N), transposed to [in][out] so that lanes over the outputs read it along
+ * rows. One matrix per case instead of three operands: at depth 0 each P2M warp applies it to its
+ * own share of W (k_p2m), which saves the root's lattice kernel on the path to the L2P. */
+static int root_operators(const fmm_gpu_setup *s, int nc, double **d) {
+    const size_t nn = (size_t)nc * nc;
+    double *h = (double *)malloc(sizeof(double) * 2 * nn);
+    if (!h) return FMM_ERR_NOMEM;
+    for (int k = 0; k < nc; ++k) {
+        const double *lk = s->lattice + (size_t)k * nc;
+        double b = 0.0;
+        for (int j = 1; j < nc; ++j) b += lk[j] * s->bg[j];
+        for (int j = 0; j < nc; ++j) {
+            const double m = j ? lk[j] : -b;
+            h[(size_t)j * nc + k] = m;
+            h[nn + (size_t)j * nc + k] = m + s->near[(size_t)k * nc + j];
+        }
+    }
+    int rc = upload(d, h, 2 * nn);
+    free(h);
+    return rc;
+}
+
 /* dense child<->parent translation of each octant o (bit a set: child in the upper half of
  * axis a), transposed to [in][out] */
 static int child_matrices(int p, int up, double **d) {
@@ -716,8 +743,7 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     if (!g) return;
     free_particles(g), free_tree(g), free_chunk_leaf(g), free_sym_plans(g);
     m2l_gpu_ops_free(&g->m2l);
-    void *ptrs[] = {g->m2mT, g->l2lT, g->lattice, g->near_op, g->bg,
-                    g->geom, g->red,  g->bad,     g->xstart,  g->xpartner};
+    void *ptrs[] = {g->m2mT, g->l2lT, g->root_op, g->geom, g->red, g->bad, g->xstart, g->xpartner};
     for (void *p : ptrs) cudaFree(p);
     if (g->s0) cudaStreamDestroy(g->s0);
     if (g->s1) cudaStreamDestroy(g->s1);
@@ -743,11 +769,7 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     TRY(m2l_gpu_ops_init(&g->m2l, s->ops, 0));
     TRY(child_matrices(p, 1, &g->m2mT));
     TRY(child_matrices(p, 0, &g->l2lT));
-    if (s->periodic) {
-        TRY(upload(&g->lattice, s->lattice, (size_t)nc * nc));
-        TRY(upload(&g->near_op, s->near, (size_t)nc * nc));
-        TRY(upload(&g->bg, s->bg, nc));
-    }
+    if (s->periodic) TRY(root_operators(s, nc, &g->root_op));
     CU(cudaMalloc((void **)&g->geom, sizeof(double) * G_N));
     CU(cudaMalloc((void **)&g->red, sizeof(double) * RED_N));
     CU(cudaMalloc((void **)&g->bad, sizeof(int)));
@@ -880,7 +902,7 @@ template <typename R> static void launch_place(const fmm_gpu *g, cudaStream_t st
         k_root_bins<<<blocks(g->n, 256), 256, 0, st>>>(g->n, g->xyz, g->geom, g->red);
         k_root_place<R><<<blocks(g->n, 256), 256, 0, st>>>(
             g->n, g->xyz, g->qin, g->geom, g->perm, g->x, g->y, g->z, g->q, (p2p_rec<R> *)g->pk,
-            g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->tinfoil, g->nc, g->W, g->red);
+            g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->tinfoil, g->nc, g->W, g->U, g->red);
         return;
     }
     const long nleaf = 1L << (3 * g->depth);
@@ -955,11 +977,10 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial, const dev_route *dr)
         launch_place<double>(g, s0);
     CU(cudaGetLastError());
     MARK(1);
-    /* near field on s1, after the cell's moments: only the final stage reads them, so they stay off
-     * the far field's path */
+    /* near field on s1 */
     CU(cudaEventRecord(g->fork, s0));
     CU(cudaStreamWaitEvent(s1, g->fork, 0));
-    if (g->periodic)
+    if (g->periodic && !root)
         k_moments<<<blocks(n, 256), 256, 0, s1>>>(n, g->x, g->y, g->z, g->q, g->geom, g->red);
     double *fshift = virial && g->periodic ? g->red + RED_FSHIFT : NULL;
     if (g->mixed)
@@ -973,7 +994,8 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial, const dev_route *dr)
     const unsigned pgrid =
         D ? blocks(nleaf, 4) : blocks(n, 128); /* warps: one per leaf, or per 32 at depth 0 */
     K.p2m<<<pgrid, 128, 0, s0>>>(g->x, g->y, g->z, g->q, g->cs, g->ce, D, g->geom,
-                                 g->W + level_offset(D) * nc);
+                                 g->W + level_offset(D) * nc, root ? g->root_op : NULL,
+                                 g->red + RED_R2, g->U);
     MARK(3);
     const int split = !ev && D >= (g->periodic ? 1 : 2); /* the finest level has M2L: on s2 */
     if (split) {
@@ -998,10 +1020,9 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial, const dev_route *dr)
         TRY(m2l_and_images(g, l, fshift, sl));
         if (!ev) CU(cudaEventRecord(g->joinl[l], sl));
     }
-    if (g->periodic)
-        k_lattice<<<1, 1024, 0, s0>>>(nc, g->lattice, g->bg, root ? g->near_op : NULL, g->red,
-                                      g->geom, g->W, g->U);
-    else /* levels 0 and 1 have no well-separated boxes */
+    if (g->periodic && !root) /* (at depth 0 the P2M has added the root's local) */
+        k_lattice<<<1, 256, 0, s0>>>(nc, g->root_op, g->W, g->U);
+    else if (!g->periodic) /* levels 0 and 1 have no well-separated boxes */
         CU(cudaMemsetAsync(g->U, 0, sizeof(double) * nc * level_offset(D < 1 ? 1 : 2), s0));
     for (int l = l1; l <= D - split && !ev; ++l) CU(cudaStreamWaitEvent(s0, g->joinl[l], 0));
     MARK(5);

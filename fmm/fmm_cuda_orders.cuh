@@ -10,6 +10,7 @@
 
 #include "core/harmonics_device.cuh"
 #include "m2l/m2l_gpu.h"
+#include "pbc/cluster.h"
 
 /* the plan's geometry on the device: lower corner, root side, integer-grid scale */
 enum { G_LO = 0, G_SIDE = 3, G_SCALE = 4, G_N = 5 };
@@ -43,6 +44,36 @@ template <int K> __device__ __forceinline__ void block_add(double *dst, const in
             const double s = warp_sum(lane < nw ? part[k][lane] : 0.0);
             if (lane == 0 && s != 0.0) atomicAdd(dst + at[k], s);
         }
+}
+
+/* U[k] = (or += with add) sum_j RT[j][k] w[j], the root's local from its multipole w through a root
+ * operator RT ([in][out]: fmm_cuda.cu's root_operators), by the whole block of NW warps: lanes over
+ * k, warps over j (a few loads each: with one thread per k, 64 dependent steps, the depth-0 P2M
+ * took 0.0036 ms longer on an H100); w and part (NW x 32 doubles) in shared memory. Every thread
+ * of the block calls it. */
+template <int NW>
+__device__ void block_root_local(const double *__restrict__ RT, const double *w, int nc,
+                                 double *part, double *__restrict__ U, bool add) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int k0 = 0; k0 < nc; k0 += 32) {
+        const int k = k0 + lane;
+        double s = 0.0;
+        if (k < nc)
+#pragma unroll 4
+            for (int j = warp; j < nc; j += NW) s = fma(RT[(size_t)j * nc + k], w[j], s);
+        __syncthreads(); /* part is free */
+        part[warp * 32 + lane] = s;
+        __syncthreads();
+        if (warp == 0 && k < nc) {
+            double t = 0.0;
+#pragma unroll
+            for (int v = 0; v < NW; ++v) t += part[v * 32 + lane];
+            if (add)
+                atomicAdd(U + k, t);
+            else
+                U[k] = t;
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- particle operators */
@@ -101,13 +132,16 @@ __device__ __forceinline__ bool warp_particles(long wid, int depth, const int *c
     return true;
 }
 
-/* one warp per leaf: W_leaf = sum q R((x - c)/h); at depth 0 one warp per 32 particles, adding
- * into W (zeroed before) */
+/* one warp per leaf: W_leaf = sum q R((x - c)/h); at depth 0 one warp per 32 particles, the block's
+ * sum added into W (zeroed before), and with RT (periodic depth 0) its share of the root's local
+ * into U (zeroed before): RT[1] where the charges are compact (r2max: the largest |Y|^2), else
+ * RT[0] */
 template <int P>
-__global__ void __launch_bounds__(128) k_p2m(const double *__restrict__ x, const double *__restrict__ y,
-                                             const double *__restrict__ z, const double *__restrict__ q,
-                                             const int *__restrict__ cs, const int *__restrict__ ce, int depth,
-                                             const double *__restrict__ geom, double *__restrict__ W) {
+__global__ void __launch_bounds__(128)
+    k_p2m(const double *__restrict__ x, const double *__restrict__ y, const double *__restrict__ z,
+          const double *__restrict__ q, const int *__restrict__ cs, const int *__restrict__ ce,
+          int depth, const double *__restrict__ geom, double *__restrict__ W,
+          const double *__restrict__ RT, const double *__restrict__ r2max, double *__restrict__ U) {
     constexpr int NC = hd_ncoef(P);
     __shared__ double acc_all[4][NC];
     __shared__ double buf_all[4][32][33];
@@ -115,7 +149,8 @@ __global__ void __launch_bounds__(128) k_p2m(const double *__restrict__ x, const
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     long c;
     int b, e;
-    if (!warp_particles((long)blockIdx.x * 4 + warp, depth, cs, ce, &c, &b, &e)) return;
+    /* (at depth 0 a warp past the end has no particles and stays for the block's sums) */
+    if (!warp_particles((long)blockIdx.x * 4 + warp, depth, cs, ce, &c, &b, &e) && depth) return;
     double *acc = acc_all[warp];
     for (int k = lane; k < NC; k += 32) acc[k] = 0.0;
     double ctr[3], h;
@@ -131,11 +166,19 @@ __global__ void __launch_bounds__(128) k_p2m(const double *__restrict__ x, const
         vis.flush();
     }
     __syncwarp();
-    for (int k = lane; k < NC; k += 32)
-        if (depth)
-            W[c * NC + k] = acc[k];
-        else
-            atomicAdd(W + k, acc[k]);
+    if (depth) {
+        for (int k = lane; k < NC; k += 32) W[c * NC + k] = acc[k];
+        return;
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < NC; k += blockDim.x) {
+        acc_all[0][k] += acc_all[1][k] + acc_all[2][k] + acc_all[3][k];
+        atomicAdd(W + k, acc_all[0][k]);
+    }
+    if (!RT) return;
+    __syncthreads();
+    const double *R = RT + (pbc_cluster_compact(*r2max, geom[G_SIDE]) ? (size_t)NC * NC : 0);
+    block_root_local<4>(R, acc_all[0], NC, &buf_all[0][0][0], U, true);
 }
 
 /* one warp per leaf (depth 0: per 32 particles): far-field potential and field of the leaf's
@@ -335,8 +378,9 @@ __global__ void __launch_bounds__(128) k_m2l_images(const double *__restrict__ c
 /* ---------------------------------------------------------------- per-order dispatch */
 
 struct order_kernels {
-    void (*p2m)(const double *, const double *, const double *, const double *, const int *, const int *, int,
-                const double *, double *);
+    void (*p2m)(const double *, const double *, const double *, const double *, const int *,
+                const int *, int, const double *, double *, const double *, const double *,
+                double *);
     void (*l2p)(const double *, const double *, const double *, const int *, const int *, int, const double *,
                 const double *, long, double *);
     void (*m2m)(const double *, int, const double *, double *);
