@@ -16,6 +16,8 @@
 #ifndef FMM_CORE_HARMONICS_H
 #define FMM_CORE_HARMONICS_H
 
+#include <stddef.h>
+
 #include "fmm.h"
 
 #ifdef __cplusplus
@@ -71,11 +73,12 @@ void harm_m2l_matrix_table(int p, const double *gre, const double *gim, double *
 /* Gauss-Legendre nodes and weights on [-1, 1] (Newton on P_n), n <= 64. */
 void harm_gauss_legendre(int n, double *t, double *w);
 
-/* Rotation of expansions into the frame x' = Q x (Q orthogonal, row-major 3x3): per degree
- * l a real (2l+1)x(2l+1) block in the real layout, blocks stored one after the other
- * (sum_l (2l+1)^2 doubles). Multipoles: w'_l = Aw_l w_l; locals: u_l = Au_l u'_l.
- * Returns 0, or 1 when out of memory. */
-int harm_rotation_matrices(int p, const double Q[9], double *Aw, double *Au);
+/* Rotations of expansions into the frames x' = Q_q x (Q_q = Q + 9q, q < nq, proper rotations,
+ * row-major 3x3): per degree l a real (2l+1)x(2l+1) block in the real layout, blocks stored one
+ * after the other (sum_l (2l+1)^2 doubles), frame q's at Aw + q stride and Au + q stride.
+ * Multipoles: w'_l = Aw_l w_l; locals: u_l = Au_l u'_l. Returns 0, or 1 when out of memory or
+ * when a Q_q is not a proper rotation. */
+int harm_rotation_matrices(int p, int nq, const double *Q, double *Aw, double *Au, size_t stride);
 
 #ifdef __cplusplus
 }

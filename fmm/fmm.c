@@ -122,12 +122,12 @@ static int init_child_translations(fmm_plan *P) {
     double *rwQ = P->tr_mem, *ruQ = rwQ + nrot, *rwQT = ruQ + nrot, *ruQT = rwQT + nrot;
     double *z = ruQT + nrot, *Z = z + 4 * nz;
     const double s0[3] = {0.25, 0.25, 0.25}, zs[3] = {0, 0, sqrt(3.0) / 4};
-    double Q[9], QT[9];
-    m2l_frame_along(s0, Q);
+    double Q[2][9]; /* the frame and its inverse */
+    m2l_frame_along(s0, Q[0]);
     for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) QT[3 * i + j] = Q[3 * j + i];
-    if (harm_rotation_matrices(p, Q, rwQ, ruQ) || harm_rotation_matrices(p, QT, rwQT, ruQT))
-        return FMM_ERR_NOMEM;
+        for (int j = 0; j < 3; ++j) Q[1][3 * i + j] = Q[0][3 * j + i];
+    /* Aw and Au of Q at rwQ and ruQ, those of the inverse frame 2 nrot further: rwQT, ruQT */
+    if (harm_rotation_matrices(p, 2, Q[0], rwQ, ruQ, 2 * (size_t)nrot)) return FMM_ERR_NOMEM;
     /* M2M: multipole into the frame (Q), along z, back (Q^T); L2L: local into the frame
      * (its inverse is the map of Q^T), along z, back (Q) */
     harm_m2m_matrix(p, zs, Z);

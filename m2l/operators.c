@@ -40,14 +40,19 @@ static int init_factored(m2l_operators *ops) {
     ops->zre = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nz);
     ops->zim = calloc(M2L_NCLASS * (size_t)ops->nz, sizeof(double));
     int fail = !ops->rot_w || !ops->rot_u || !ops->zre || !ops->zim;
-    /* the 56 classes are independent: build them in parallel (O(p^5) each) */
+    double Q[M2L_NCLASS][9];
+    for (int c = 0; c < M2L_NCLASS; ++c) {
+        const double dd[3] = {ops->ref[c][0], ops->ref[c][1], ops->ref[c][2]};
+        m2l_frame_along(dd, Q[c]);
+    }
+    if (!fail)
+        fail =
+            harm_rotation_matrices(p, M2L_NCLASS, Q[0], ops->rot_w, ops->rot_u, (size_t)ops->nrot);
+        /* the 56 classes' z translations are independent: build them in parallel */
 #pragma omp parallel for schedule(dynamic, 1) reduction(| : fail)
     for (int c = 0; c < M2L_NCLASS; ++c) {
-        double Q[9], *Z = malloc(sizeof(double) * (size_t)n * n);
-        const double dd[3] = {ops->ref[c][0], ops->ref[c][1], ops->ref[c][2]};
-        m2l_frame_along(dd, Q);
-        if (!Z || fail || harm_rotation_matrices(p, Q, ops->rot_w + (size_t)c * ops->nrot,
-                                                 ops->rot_u + (size_t)c * ops->nrot)) {
+        double *Z = malloc(sizeof(double) * (size_t)n * n);
+        if (!Z || fail) {
             free(Z);
             fail = 1;
             continue;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
 #include <random>
@@ -128,6 +129,79 @@ TEST(Translations, P2M_M2P_and_P2L_L2P) {
     double got2[4] = {0, 0, 0, 0};
     harm_l2p(p, h, lc, u.data(), 1, &t[0], &t[1], &t[2], &got2[0], &got2[1], &got2[2], &got2[3]);
     EXPECT_LT(relerr4(got2, ref), 1e-9);
+}
+
+// Rotations of expansions (harm_rotation_matrices) against the expansions of a rotated charge:
+// random rotations and the z-y-z Euler angles' special cases (identity, about z, half turn about
+// y), up to order 40; a reflection is refused. Errors per degree in the basis where rotations are
+// unitary (coefficient of order m scaled by sqrt((l+m)!(l-m)!) for multipoles, by its inverse for
+// locals), against the largest scaled coefficient.
+TEST(Harmonics, RotationsMatchRotatedCharges) {
+    std::mt19937_64 g(seed_from_env());
+    std::normal_distribution<double> nd;
+    std::vector<std::array<double, 9>> Qs = {{1, 0, 0, 0, 1, 0, 0, 0, 1},
+                                             {0.6, -0.8, 0, 0.8, 0.6, 0, 0, 0, 1},
+                                             {-0.6, 0.8, 0, 0.8, 0.6, 0, 0, 0, -1}};
+    for (int r = 0; r < 4; ++r) { /* uniform random rotations from unit quaternions */
+        double a = nd(g), b = nd(g), c = nd(g), d = nd(g),
+               n = std::sqrt(a * a + b * b + c * c + d * d);
+        a /= n, b /= n, c /= n, d /= n;
+        Qs.push_back({a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c),
+                      2 * (b * c + a * d), a * a - b * b + c * c - d * d, 2 * (c * d - a * b),
+                      2 * (b * d - a * c), 2 * (c * d + a * b), a * a - b * b - c * c + d * d});
+    }
+    auto direction = [&](double r, double v[3]) {
+        double a = nd(g), b = nd(g), c = nd(g), n = std::sqrt(a * a + b * b + c * c);
+        v[0] = r * a / n, v[1] = r * b / n, v[2] = r * c / n;
+    };
+    const double c0[3] = {0, 0, 0}, one = 1.0;
+    for (int p : {3, 17, 40}) {
+        const int nc = harm_ncoef(p);
+        const size_t nrot = (size_t)(p + 1) * (2 * p + 1) * (2 * p + 3) / 3;
+        std::vector<double> Aw(nrot * Qs.size()), Au(nrot * Qs.size()), Qflat;
+        for (auto &Q : Qs) Qflat.insert(Qflat.end(), Q.begin(), Q.end());
+        ASSERT_EQ(
+            harm_rotation_matrices(p, (int)Qs.size(), Qflat.data(), Aw.data(), Au.data(), nrot), 0);
+        double xn[3], xf[3];
+        direction(0.4, xn), direction(4.0, xf);
+        for (size_t q = 0; q < Qs.size(); ++q) {
+            double yn[3], yf[3];
+            for (int i = 0; i < 3; ++i) {
+                yn[i] = Qs[q][3 * i] * xn[0] + Qs[q][3 * i + 1] * xn[1] + Qs[q][3 * i + 2] * xn[2];
+                yf[i] = Qs[q][3 * i] * xf[0] + Qs[q][3 * i + 1] * xf[1] + Qs[q][3 * i + 2] * xf[2];
+            }
+            std::vector<double> w(nc, 0.0), w2(nc, 0.0), u(nc, 0.0), u2(nc, 0.0);
+            harm_p2m(p, 1.0, c0, 1, &xn[0], &xn[1], &xn[2], &one, w.data());
+            harm_p2m(p, 1.0, c0, 1, &yn[0], &yn[1], &yn[2], &one, w2.data());
+            harm_p2l(p, 1.0, c0, 1, &xf[0], &xf[1], &xf[2], &one, u.data());
+            harm_p2l(p, 1.0, c0, 1, &yf[0], &yf[1], &yf[2], &one, u2.data());
+            const double *bw = Aw.data() + q * nrot, *bu = Au.data() + q * nrot;
+            for (int l = 0; l <= p; ++l) { /* w'_l = Aw_l w_l, u_l = Au_l u'_l */
+                const int k0 = l * l, wl = 2 * l + 1;
+                double ew = 0, mw = 0, eu = 0, mu = 0;
+                for (int i = 0; i < wl; ++i) {
+                    const int m = (i + 1) / 2;
+                    const double t =
+                        std::exp(0.5 * (std::lgamma(l + m + 1.0) + std::lgamma(l - m + 1.0)));
+                    double sw = 0, su = 0;
+                    for (int k = 0; k < wl; ++k)
+                        sw += bw[i * wl + k] * w[k0 + k], su += bu[i * wl + k] * u2[k0 + k];
+                    ew = std::max(ew, t * std::fabs(sw - w2[k0 + i])),
+                    mw = std::max(mw, t * std::fabs(w2[k0 + i]));
+                    eu = std::max(eu, std::fabs(su - u[k0 + i]) / t),
+                    mu = std::max(mu, std::fabs(u[k0 + i]) / t);
+                }
+                EXPECT_LE(ew, 1e-12 * mw)
+                    << "p " << p << " rotation " << q << " degree " << l << " (multipole)";
+                EXPECT_LE(eu, 1e-12 * mu)
+                    << "p " << p << " rotation " << q << " degree " << l << " (local)";
+                bw += wl * wl, bu += wl * wl;
+            }
+        }
+    }
+    const double R[9] = {-1, 0, 0, 0, 1, 0, 0, 0, 1}; /* a reflection */
+    std::vector<double> Aw(1000), Au(1000);
+    EXPECT_NE(harm_rotation_matrices(3, 1, R, Aw.data(), Au.data(), 0), 0);
 }
 
 // M2M: the parent multipole from the eight children equals the P2M about the parent.
