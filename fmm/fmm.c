@@ -500,6 +500,13 @@ static void image_shift(const octree *t, int code, double s[3]) {
     for (int d = 0; d < 3; ++d) s[d] = v[d] * t->side;
 }
 
+/* The W and X lists pass a box's particles through an expansion: O(p^2) work per particle and
+ * box. Where the particles on the other side are fewer than (p+1)^2 / 2, the pairs are cheaper
+ * (and exact): 20-odd flops each against some 10 p^2 for the expansion's terms. */
+static int direct_cheaper(const fmm_plan *P, long n) {
+    return 2 * n < P->ncoef;
+}
+
 static int interactions(fmm_plan *P) {
     const octree *t = &P->tree;
     const int np = P->npad;
@@ -520,12 +527,14 @@ static int interactions(fmm_plan *P) {
         int rc = m2l_cpu_level(&P->ops, t, l, P->W, P->U, P->virial ? P->fshift : NULL);
         if (rc) return rc;
     }
-    /* X list: particles of coarser leaves straight into the local expansion */
+    /* X list: particles of coarser leaves straight into the local expansion, unless the box has
+     * so few particles that they take the leaf's particles directly (leaves(), x_direct) */
     double fs[81] = {0};
 #pragma omp parallel for schedule(dynamic, 16) reduction(+ : fs[:81])
     for (int b = 0; b < t->nbox; ++b) {
         const oct_box *B = &t->box[b];
         double tmp[HARM_NPAD_MAX];
+        if (direct_cheaper(P, B->end - B->begin)) continue;
         for (long e = t->X.start[b]; e < t->X.start[b + 1]; ++e) {
             const oct_box *C = &t->box[t->X.box[e]];
             double s[3], c[3], h = box_side(t, B->level);
@@ -598,9 +607,29 @@ static int leaves(fmm_plan *P) {
             image_shift(t, code, s);
             for (int d = 0; d < 3; ++d) c[d] = C->c[d] + s[d];
             if (tag) memset(buf, 0, sizeof(double) * 4 * m);
-            harm_m2p(P->p, box_side(t, C->level), c, P->W + (size_t)t->W.box[e] * np, m, x, y, z,
-                     tag ? bp : phi, tag ? bx : ex, tag ? by : ey, tag ? bz : ez);
+            if (direct_cheaper(P, C->end - C->begin))
+                p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin,
+                    t->z + C->begin, P->q + C->begin, s, tag ? bp : phi, tag ? bx : ex,
+                    tag ? by : ey, tag ? bz : ez);
+            else
+                harm_m2p(P->p, box_side(t, C->level), c, P->W + (size_t)t->W.box[e] * np, m, x, y,
+                         z, tag ? bp : phi, tag ? bx : ex, tag ? by : ey, tag ? bz : ez);
             if (tag) tagged_add(m, qs, buf, phi, ex, ey, ez, fs, code);
+        }
+        /* the X lists of this leaf and its ancestors that interactions() left to the pairs */
+        for (int a = b; a >= 0; a = t->box[a].parent) {
+            if (!direct_cheaper(P, t->box[a].end - t->box[a].begin)) continue;
+            for (long e = t->X.start[a]; e < t->X.start[a + 1]; ++e) {
+                const oct_box *C = &t->box[t->X.box[e]];
+                double s[3];
+                int code = t->X.aux[e], tag = buf && code != OCT_NOSHIFT;
+                image_shift(t, code, s);
+                if (tag) memset(buf, 0, sizeof(double) * 4 * m);
+                p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin,
+                    t->z + C->begin, P->q + C->begin, s, tag ? bp : phi, tag ? bx : ex,
+                    tag ? by : ey, tag ? bz : ez);
+                if (tag) tagged_add(m, qs, buf, phi, ex, ey, ez, fs, code);
+            }
         }
         for (long e = t->U.start[b]; e < t->U.start[b + 1]; ++e) {
             const oct_box *C = &t->box[t->U.box[e]];
