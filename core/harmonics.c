@@ -404,6 +404,22 @@ void harm_m2l_matrix(int p, const double d[3], double *A) {
     build_matrix(p, p, m2l_coef, &c, A);
 }
 
+void harm_m2l_zblocks(int p, double dz, double *zre, double *zim) {
+    double re[FULL_MAX], im[FULL_MAX];
+    const double d[3] = {0, 0, dz};
+    harm_irregular_full(2 * p, d, re, im);
+    struct table_ctx c = {re, im};
+    size_t k = 0;
+    /* build_matrix's entries (Re u_lm, Re w_jm) and (Im u_lm, Im w_jm), in panel_zblocks' order */
+    for (int m = 0; m <= p; ++m)
+        for (int l = m; l <= p; ++l)
+            for (int j = m; j <= p; ++j, ++k) {
+                const double c1 = creal(m2l_coef(l, m, j, m, &c));
+                const double c2 = m ? (m & 1 ? -1.0 : 1.0) * creal(m2l_coef(l, m, j, -m, &c)) : 0.0;
+                zre[k] = c1 + c2, zim[k] = m ? c1 - c2 : 0.0;
+            }
+}
+
 void harm_gauss_legendre(int n, double *t, double *w) {
     for (int i = 0; i < n; ++i) {
         double x = cos(3.14159265358979323846 * (i + 0.75) / (n + 0.5)), dp = 1.0;

@@ -65,6 +65,10 @@ void harm_m2m_matrix(int p, const double s[3], double *A); /* child multipole ->
 void harm_l2l_matrix(int p, const double s[3], double *A); /* parent local -> child */
 /* M2L between equal boxes of side h, source centre - target centre = d*h (|d|_inf >= 2). */
 void harm_m2l_matrix(int p, const double d[3], double *A);
+/* The same along +z, d = (0, 0, dz), kept as the only entries it has: for each order m and
+ * l, j = m..p, the entries (Re u_lm, Re w_jm) in zre and (Im u_lm, Im w_jm) in zim, one after
+ * the other (m, then l, then j: core/panel.h's z blocks, O(p^3) instead of the dense O(p^4)). */
+void harm_m2l_zblocks(int p, double dz, double *zre, double *zim);
 
 /* M2L with a given table G of irregular harmonics (full index, order >= 2p) in place of
  * I(d): u_lm = sum_jk (-1)^j G_{l+j,m+k} w_jk. Used with lattice sums for periodic images. */

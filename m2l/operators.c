@@ -30,7 +30,7 @@ void m2l_frame_along(const double d[3], double Q[9]) {
 }
 
 static int init_factored(m2l_operators *ops) {
-    int p = ops->p, n = ops->ncoef;
+    int p = ops->p;
     ops->nrot = (p + 1) * (2 * p + 1) * (2 * p + 3) / 3;
     ops->zoff = malloc(sizeof(int) * (p + 2));
     if (!ops->zoff) return FMM_ERR_NOMEM;
@@ -38,7 +38,7 @@ static int init_factored(m2l_operators *ops) {
     ops->rot_w = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nrot);
     ops->rot_u = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nrot);
     ops->zre = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nz);
-    ops->zim = calloc(M2L_NCLASS * (size_t)ops->nz, sizeof(double));
+    ops->zim = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nz);
     int fail = !ops->rot_w || !ops->rot_u || !ops->zre || !ops->zim;
     double Q[M2L_NCLASS][9];
     for (int c = 0; c < M2L_NCLASS; ++c) {
@@ -48,20 +48,11 @@ static int init_factored(m2l_operators *ops) {
     if (!fail)
         fail =
             harm_rotation_matrices(p, M2L_NCLASS, Q[0], ops->rot_w, ops->rot_u, (size_t)ops->nrot);
-        /* the 56 classes' z translations are independent: build them in parallel */
-#pragma omp parallel for schedule(dynamic, 1) reduction(| : fail)
-    for (int c = 0; c < M2L_NCLASS; ++c) {
-        double *Z = malloc(sizeof(double) * (size_t)n * n);
-        if (!Z || fail) {
-            free(Z);
-            fail = 1;
-            continue;
-        }
+    /* the 56 classes' z translations */
+    for (int c = 0; c < M2L_NCLASS && !fail; ++c) {
         const int *d = ops->ref[c];
-        double zd[3] = {0, 0, sqrt((double)(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]))};
-        harm_m2l_matrix(p, zd, Z);
-        panel_zblocks(p, Z, ops->zoff, ops->zre + (size_t)c * ops->nz, ops->zim + (size_t)c * ops->nz);
-        free(Z);
+        harm_m2l_zblocks(p, sqrt((double)(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])),
+                         ops->zre + (size_t)c * ops->nz, ops->zim + (size_t)c * ops->nz);
     }
     return fail ? FMM_ERR_NOMEM : 0;
 }
