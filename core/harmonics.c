@@ -532,7 +532,7 @@ static int rotation_block_quadrature(int l, const double Q[9], double *ar, doubl
 }
 
 /* Q = Rz(a) Ry(b) Rz(c) (z-y-z Euler angles, Rz(t) turning x towards y); 1 if Q is not a proper
- * rotation */
+ * rotation or not finite */
 static int euler_zyz(const double Q[9], double *a, double *b, double *c) {
     const double sb = sqrt(Q[6] * Q[6] + Q[7] * Q[7]);
     *b = atan2(sb, Q[8]);
@@ -552,8 +552,8 @@ static int euler_zyz(const double Q[9], double *a, double *b, double *c) {
                          -s * cc,
                          s * sc,
                          cb};
-    for (int i = 0; i < 9; ++i)
-        if (fabs(R[i] - Q[i]) > 1e-10) return 1;
+    for (int i = 0; i < 9; ++i) /* (written so that a NaN fails too) */
+        if (!(fabs(R[i] - Q[i]) <= 1e-10)) return 1;
     return 0;
 }
 

@@ -199,9 +199,14 @@ TEST(Harmonics, RotationsMatchRotatedCharges) {
             }
         }
     }
-    const double R[9] = {-1, 0, 0, 0, 1, 0, 0, 0, 1}; /* a reflection */
+    /* a reflection, a scaled rotation, a NaN and an infinity are refused */
+    const double bad[4][9] = {{-1, 0, 0, 0, 1, 0, 0, 0, 1},
+                              {2, 0, 0, 0, 2, 0, 0, 0, 2},
+                              {1, 0, 0, 0, 1, 0, 0, 0, NAN},
+                              {1, 0, 0, 0, INFINITY, 0, 0, 0, 1}};
     std::vector<double> Aw(1000), Au(1000);
-    EXPECT_NE(harm_rotation_matrices(3, 1, R, Aw.data(), Au.data(), 0), 0);
+    for (const auto &R : bad)
+        EXPECT_NE(harm_rotation_matrices(3, 1, R, Aw.data(), Au.data(), 0), 0);
 }
 
 // M2M: the parent multipole from the eight children equals the P2M about the parent.
