@@ -528,7 +528,7 @@ static int interactions(fmm_plan *P) {
         if (rc) return rc;
     }
     /* X list: particles of coarser leaves straight into the local expansion, unless the box has
-     * so few particles that they take the leaf's particles directly (leaves(), x_direct) */
+     * so few particles that its leaves take those particles as pairs (leaves()) */
     double fs[81] = {0};
 #pragma omp parallel for schedule(dynamic, 16) reduction(+ : fs[:81])
     for (int b = 0; b < t->nbox; ++b) {
