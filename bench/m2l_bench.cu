@@ -27,9 +27,11 @@ static const char *usage =
     "and runs a memory-bound and a compute-bound reference microkernel in the same run.\n"
     "  --orders LIST     orders p, e.g. 2..20 or 4,6,8 (default 2..20; 1..20 allowed)\n"
     "  --depths LIST     tree depths D (level 8^D boxes), e.g. 3,4,5 (default 3,4,5; 2..7)\n"
-    "  --variants LIST   naive,dynamic,symmetric,tiled,tensor,symfloat (default all; tensor:\n"
+    "  --variants LIST   naive,dynamic,symmetric,tiled,tensor,symfloat,halo (default all; tensor:\n"
     "                    p <= 10; symfloat: the symmetric variant with float products, as the\n"
-    "                    mixed-precision FMM runs it)\n"
+    "                    mixed-precision FMM runs its coarse levels; halo: halo tiles and TF32\n"
+    "                    tensor cores, p <= 10 and D >= 4, as the mixed-precision FMM runs its\n"
+    "                    finest level from depth 5)\n"
     "  --reps R          timed runs per measurement, median reported (default 10); slow\n"
     "                    variants get fewer so that one measurement stays near --budget\n"
     "  --budget S        seconds of timed runs per measurement (default 0.3)\n"
@@ -47,14 +49,20 @@ static const char *usage =
     "Columns: time_ms (median), translations/s (M2L pairs per second), GFLOP/s counted as dense\n"
     "operators (2 nc^2 per translation, nc = (p+1)^2), frac = that rate over the compute-bound\n"
     "microkernel's FP64 FMA rate, err = max over checked boxes of max|U - U_ref| / max|U_ref|.\n"
-    "A variant passes its check with err <= 1e-12 (symfloat: 1e-5) and no NaN left anywhere in U (U is poisoned\n"
+    "A variant passes its check with err <= 1e-12 (symfloat: 1e-5, halo: 3e-5) and no NaN left "
+    "anywhere in U (U is poisoned\n"
     "with NaN before the run). Exit status: 0 all checks passed, 1 a check failed or a variant\n"
     "returned an error, 2 bad options or no usable device.\n";
 
-enum { V_NAIVE, V_DYNAMIC, V_SYMMETRIC, V_TILED, V_TENSOR, V_SYMFLOAT, V_COUNT };
-static const char *vname[V_COUNT] = {"naive", "dynamic", "symmetric", "tiled", "tensor", "symfloat"};
-/* the check's bound on max|U - U_ref| / max|U_ref|: double variants, and symfloat (float products) */
-static double check_bound(int v) { return v == V_SYMFLOAT ? 1e-5 : 1e-12; }
+enum { V_NAIVE, V_DYNAMIC, V_SYMMETRIC, V_TILED, V_TENSOR, V_SYMFLOAT, V_HALO, V_COUNT };
+static const char *vname[V_COUNT] = {"naive",  "dynamic",  "symmetric", "tiled",
+                                     "tensor", "symfloat", "halo"};
+/* the check's bound on max|U - U_ref| / max|U_ref|: double variants 1e-12; float products 1e-5;
+ * halo 3e-5: TF32 in three products is float-accurate, but the tensor cores' float accumulation
+ * truncates (m2l/m2l_halo.cu; measured on an H100 3e-6..1.4e-5 at p 4..10, depths 5 and 6) */
+static double check_bound(int v) {
+    return v == V_HALO ? 3e-5 : (v == V_SYMFLOAT ? 1e-5 : 1e-12);
+}
 
 struct opts {
     std::vector<int> orders, depths;
@@ -349,12 +357,23 @@ struct level_data {
     std::vector<double> hU;
 };
 
-static int run_variant(int v, const m2l_gpu_ops *g, const m2l_sym_plan *sp, const level_data &L, cudaStream_t st) {
+/* the plans of the variants that have one */
+struct plans {
+    m2l_sym_plan *sym = nullptr;
+    m2l_halo_plan *halo = nullptr;
+    ~plans() { m2l_gpu_symmetric_free(sym), m2l_gpu_halo_free(halo); }
+};
+
+static int run_variant(int v, const m2l_gpu_ops *g, const plans &sp, const level_data &L,
+                       cudaStream_t st) {
     switch (v) {
     case V_NAIVE: return m2l_gpu_naive(g, L.level, L.periodic, L.W, L.U, st);
     case V_DYNAMIC: return m2l_gpu_dynamic(g, L.level, L.periodic, L.W, L.U, st);
     case V_SYMMETRIC:
-    case V_SYMFLOAT: return m2l_gpu_symmetric_run(sp, L.W, L.U, st);
+    case V_SYMFLOAT:
+        return m2l_gpu_symmetric_run(sp.sym, L.W, L.U, st);
+    case V_HALO:
+        return m2l_gpu_halo_run(sp.halo, L.W, L.U, st);
     case V_TILED: return m2l_gpu_tiled(g, L.level, L.periodic, L.W, L.U, st);
 #ifdef M2L_TENSOR_PMAX
     case V_TENSOR: return m2l_gpu_tensor(g, L.level, L.periodic, L.W, L.U, st);
@@ -372,10 +391,12 @@ static double now_s() {
 /* check once into a NaN-poisoned U, then time; fills r; returns -1 when the device is unusable */
 static int measure(int v, const m2l_gpu_ops *g, level_data &L, const opts &o, const std::vector<long> &tg,
                    const std::vector<double> &Uref, cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1, result &r) {
-    m2l_sym_plan *sp = nullptr;
-    if (v == V_SYMMETRIC || v == V_SYMFLOAT) {
+    plans sp;
+    if (v == V_SYMMETRIC || v == V_SYMFLOAT || v == V_HALO) {
         double t0 = now_s();
-        int rc = m2l_gpu_symmetric_plan(g, L.level, L.periodic, v == V_SYMFLOAT, 0, 0, &sp);
+        int rc = v == V_HALO ? m2l_gpu_halo_plan(g, L.level, L.periodic, &sp.halo)
+                             : m2l_gpu_symmetric_plan(g, L.level, L.periodic, v == V_SYMFLOAT, 0, 0,
+                                                      &sp.sym);
         r.plan_ms = 1e3 * (now_s() - t0);
         if (rc) {
             r.status = rc == FMM_ERR_NOMEM ? 3 : 2;
@@ -394,7 +415,6 @@ static int measure(int v, const m2l_gpu_ops *g, level_data &L, const opts &o, co
     if (rc || ce != cudaSuccess) {
         r.status = 2;
         r.note = std::string("error: ") + (rc ? fmm_strerror(rc) : cudaGetErrorString(ce));
-        m2l_gpu_symmetric_free(sp);
         return ce == cudaSuccess ? 0 : -1;
     }
     if (time_events(e0, e1, &ms)) return -1;
@@ -429,7 +449,6 @@ static int measure(int v, const m2l_gpu_ops *g, level_data &L, const opts &o, co
         if (time_events(e0, e1, &ms)) return -1;
         t.push_back(ms);
     }
-    m2l_gpu_symmetric_free(sp);
     if (rc || t.empty()) {
         r.status = 2;
         r.note = std::string("error: ") + fmm_strerror(rc ? rc : FMM_ERR_CUDA);
@@ -590,6 +609,9 @@ int main(int argc, char **argv) {
 #endif
                 }
                 if (v == V_SYMFLOAT && p > M2L_SYM_FLOAT_PMAX) r.status = 3, r.note = "skipped: p > 16 (float range)";
+                if (v == V_HALO && !m2l_gpu_halo_supported(p, D, g.cc))
+                    r.status = 3,
+                    r.note = "skipped: needs p <= 10, D >= 4, compute capability >= 8.0";
                 if (r.status == 0 && proj * 1e-3 > o.cap) {
                     r.status = 3;
                     char buf[96];

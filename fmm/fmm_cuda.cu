@@ -43,6 +43,13 @@
  *   finest level one step below and the P2P two (which on an H200 was neutral against both one
  *   step below: 0.466 / 0.468). The H100's 100k replays had swung between 0.433 and 0.47 ms
  *   (median 0.470); now the median is 0.446-0.454 with the same minimum. */
+/* The finest level from FMM_HALO_LEVEL on, in mixed precision, runs as the halo variant
+ * (m2l/m2l_halo.cu: sources staged per tile, TF32 tensor cores); m2l-bench on an H100, periodic,
+ * p 7: depth 5 1.25 -> 0.87 ms, depth 4 0.24 -> 0.62 (4 tiles per parity do not fill the device).
+ */
+#ifndef FMM_HALO_LEVEL
+#define FMM_HALO_LEVEL 5
+#endif
 #ifndef FMM_COARSE_NARROW_DEPTH
 #define FMM_COARSE_NARROW_DEPTH 4
 #endif
@@ -80,6 +87,8 @@ struct fmm_gpu {
     long n, cap;
     m2l_gpu_ops m2l;
     m2l_sym_plan *sym[11]; /* per level with M2L: the presorted symmetric M2L (m2l/m2l_symmetric.cu) */
+    m2l_halo_plan
+        *halo; /* or for the finest level, in mixed precision: halo tiles on the tensor cores */
     int sym_depth;
     int prio[3];         /* stream priorities: tree chain and coarse M2L, finest M2L, P2P */
     double *m2mT, *l2lT; /* [8 octants][nc in][nc out] */
@@ -736,6 +745,8 @@ static void free_sym_plans(fmm_gpu *g) {
         m2l_gpu_symmetric_free(g->sym[l]);
         g->sym[l] = NULL;
     }
+    m2l_gpu_halo_free(g->halo);
+    g->halo = NULL;
     g->sym_depth = -1;
 }
 
@@ -880,7 +891,8 @@ static int alloc_chunk_leaf(fmm_gpu *g, long n, int depth) {
 static int m2l_level(fmm_gpu *g, int l, cudaStream_t st) {
     const double *W = g->W + level_offset(l) * g->nc;
     double *U = g->U + level_offset(l) * g->nc;
-    return m2l_gpu_symmetric_run(g->sym[l], W, U, st);
+    return g->sym[l] ? m2l_gpu_symmetric_run(g->sym[l], W, U, st)
+                     : m2l_gpu_halo_run(g->halo, W, U, st);
 }
 
 /* the symmetric M2L plans of the levels with M2L (periodic 1..depth, open 2..depth) */
@@ -888,6 +900,11 @@ static int sym_plans(fmm_gpu *g, int depth) {
     if (g->sym_depth == depth) return FMM_OK;
     free_sym_plans(g);
     for (int l = g->periodic ? 1 : 2; l <= depth; ++l) {
+        if (l == depth && g->mixed && l >= FMM_HALO_LEVEL &&
+            m2l_gpu_halo_supported(g->p, l, g->m2l.cc)) {
+            TRY(m2l_gpu_halo_plan(&g->m2l, l, g->periodic, &g->halo));
+            continue;
+        }
         const int coarse = l < depth && depth >= FMM_COARSE_NARROW_DEPTH;
         TRY(m2l_gpu_symmetric_plan(&g->m2l, l, g->periodic, g->mixed && g->p <= M2L_SYM_FLOAT_PMAX,
                                    coarse ? FMM_COARSE_SPREAD : 0,

@@ -22,6 +22,10 @@
  *              (Kohnke et al. 2021, approach 1).
  *   dynamic    one parent thread per target box launches a child grid for its V list from
  *              the device (dynamic parallelism, approach 2).
+ *   halo       the symmetric algebra for a tile of 4 x 4 x 8 same-parity targets whose sources
+ *              are staged in shared memory once (a halo of 12 x 12 x 20 boxes per 8 input
+ *              coefficients), products on the tensor cores in TF32 with split operands; the
+ *              mixed-precision FMM's finest level from level 5 (m2l/m2l_halo.cu).
  *   symmetric  presorted (target, source) lists per symmetry class and sign group
  *              (reflection bitset), one kernel per group launched asynchronously over
  *              8 streams, the class operator shared by the whole group (approach 3). The
@@ -87,6 +91,19 @@ int m2l_gpu_symmetric_plan(const m2l_gpu_ops *g, int level, int periodic, int si
 int m2l_gpu_symmetric_run(const m2l_sym_plan *plan, const double *W, double *U, cudaStream_t stream);
 void m2l_gpu_symmetric_free(m2l_sym_plan *plan);
 int m2l_symmetric_emulate(const m2l_operators *ops, int level, int periodic, const double *W, double *U);
+/* halo: a plan per (operator set, level, boundary) holds the class operators of every parity,
+ * split for the TF32 products, and a float copy of the level's multipoles (each run refreshes it
+ * from W, then writes all of U, no clearing needed). Products of float accuracy, sums truncated by
+ * the tensor cores over each 8 input coefficients and then added in double: 3e-6..1.4e-5 of max|U|
+ * (H100, p 4..10, levels 5 and 6; the symmetric float products 2e-7..2e-6). m2l_gpu_halo_supported:
+ * whether (p, level, compute capability) can run it: p <= M2L_HALO_PMAX, level 4..10, cc >= 80. The
+ * plan returns FMM_ERR_ARG where it cannot, FMM_ERR_NOMEM, FMM_ERR_CUDA. */
+#define M2L_HALO_PMAX 10
+typedef struct m2l_halo_plan m2l_halo_plan;
+int m2l_gpu_halo_supported(int p, int level, int cc);
+int m2l_gpu_halo_plan(const m2l_gpu_ops *g, int level, int periodic, m2l_halo_plan **plan);
+int m2l_gpu_halo_run(const m2l_halo_plan *plan, const double *W, double *U, cudaStream_t stream);
+void m2l_gpu_halo_free(m2l_halo_plan *plan);
 /* tensor: p <= M2L_TENSOR_PMAX only */
 int m2l_gpu_tensor(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
                    cudaStream_t stream);

@@ -315,10 +315,11 @@ TEST(GpuPeriodic, WaterLikeBoxAgainstEwald) {
     }
 }
 
-// Mixed precision (float P2P on leaf-relative positions): against the same sums in double at
-// equal (p, D), the float near field must stay below FMM_MIXED_TOL_MIN (what the mode
-// promises; it prints the measured difference), and at each tolerance it accepts, the total
-// error against the Ewald sum must meet it, virial included.
+// Mixed precision (float P2P on leaf-relative positions, float M2L products; at depth 5 the finest
+// level's on the tensor cores, m2l/m2l_halo.cu): against the same sums in double at equal (p, D),
+// the float near field must stay below FMM_MIXED_TOL_MIN (what the mode promises; it prints the
+// measured difference), and at each tolerance it accepts, the total error against the Ewald sum
+// must meet it, virial included.
 TEST(GpuMixed, FloatNearFieldMeetsItsTolerance) {
     SKIP_WITHOUT_GPU();
     const long nmol = 3000, n = 3 * nmol;
@@ -326,7 +327,7 @@ TEST(GpuMixed, FloatNearFieldMeetsItsTolerance) {
     double L = 0;
     ASSERT_EQ(pts_water(nmol, test_seed(), xyz.data(), q.data(), &L), PTS_OK);
     const double box[3] = {L, L, L};
-    for (int D : {2, 3, 4}) {
+    for (int D : {2, 3, 4, 5}) {
         fmm_opts o;
         fmm_default_opts(&o);
         o.order = 8, o.depth = D, o.periodic = 1;
