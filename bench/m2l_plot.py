@@ -39,10 +39,10 @@ def main(argv):
     if not data:
         print("m2l_plot: no ok rows in", argv[1], file=sys.stderr)
         return 1
-    variants = sorted({k[0] for k in data}, key=lambda v: ["symmetric", "tensor", "tiled", "naive", "dynamic"].index(v)
-                      if v in ["symmetric", "tensor", "tiled", "naive", "dynamic"] else 9)
+    order = ["symmetric", "tensor", "tiled", "naive", "dynamic", "symfloat", "halo"]
+    variants = sorted({k[0] for k in data}, key=lambda v: order.index(v) if v in order else 9)
     depths = sorted({k[1] for k in data})
-    colors = dict(zip(["symmetric", "tensor", "tiled", "naive", "dynamic"], ["C3", "C1", "C0", "C2", "C4"]))
+    colors = dict(zip(order, ["C3", "C1", "C0", "C2", "C4", "C5", "C6"]))
     styles = ["-", "--", ":", "-."]
     fig, ax = plt.subplots(1, 2, figsize=(13, 5))
     for v in variants:
