@@ -7,7 +7,8 @@
 #   build      configure + build into build-gpu/ (GoogleTest from .gtest/, a copy of Debian's
 #              /usr/src/googletest carried by the caller); TARGETS="a b" builds only those
 #   test       the GPU GoogleTest suite (test_gpu) and test_api's plan checks (CUDA device, precision)
-#   sanitizer  compute-sanitizer memcheck and racecheck on a small case
+#   sanitizer  compute-sanitizer memcheck and racecheck on small cases (racecheck on a second build,
+#              build-gpu-race, without the dynamic-parallelism M2L, which racecheck cannot instrument)
 #   fmm        the whole FMM: SPC/E water 24k / 100k / 1M and the 3k droplet, periodic (vs CPU FMM and Ewald), and
 #              uniform open sets up to 1e7 (vs CPU FMM, sampled direct sum, GPU direct sum)
 #   m2l        build/bin/m2l-bench over p = 2..20, depths 3..5
@@ -47,9 +48,16 @@ fi
 
 if has sanitizer; then
     log sanitizer
+    # racecheck does not instrument a module with dynamic parallelism (it warns and checks nothing in
+    # it), so it runs on a second build without the dynamic M2L variant (FMM_CUDA_DYNAMIC=OFF)
+    R=build-gpu-race
+    cmake -S . -B $R -G Ninja -DCMAKE_BUILD_TYPE=Release -DFMM_CUDA_DYNAMIC=OFF > "$OUT/build_race.log" 2>&1 &&
+        cmake --build $R -j 16 --target test_gpu fmm-gpu-bench m2l-bench >> "$OUT/build_race.log" 2>&1 ||
+        { tail -40 "$OUT/build_race.log"; exit 1; }
+    declare -A TB=([memcheck]=$B [racecheck]=$R)
     # the out-of-memory test is left out: memcheck counts its intended cudaMalloc failures as errors
     for tool in memcheck racecheck; do
-        compute-sanitizer --tool $tool --error-exitcode 9 $B/bin/test_gpu \
+        compute-sanitizer --tool $tool --error-exitcode 9 ${TB[$tool]}/bin/test_gpu \
             --gtest_filter='GpuPlan.*:-GpuPlan.OutOfDeviceMemory*' > "$OUT/sanitizer_$tool.log" 2>&1
         echo "compute-sanitizer $tool test_gpu GpuPlan.* (less the out-of-memory test): exit $?"
         tail -2 "$OUT/sanitizer_$tool.log"
@@ -57,7 +65,7 @@ if has sanitizer; then
     # the P2P kernels (double and mixed, block-wide reduction) and the whole evaluation graph
     for tool in memcheck racecheck; do
         for prec in double mixed; do
-            compute-sanitizer --tool $tool --error-exitcode 9 $B/bin/fmm-gpu-bench --in systems/water/spce_24k.xyzq \
+            compute-sanitizer --tool $tool --error-exitcode 9 ${TB[$tool]}/bin/fmm-gpu-bench --in systems/water/spce_24k.xyzq \
                 --periodic --order 5 --precision $prec --reps 2 --no-cpu --reference none \
                 > "$OUT/sanitizer_fmm_${prec}_$tool.log" 2>&1
             echo "compute-sanitizer $tool fmm-gpu-bench (24k periodic, p 5, $prec): exit $?"
@@ -67,10 +75,17 @@ if has sanitizer; then
     compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/m2l-bench --orders 2,5,9 --depths 2,3 --reps 1 \
         > "$OUT/sanitizer_m2l_memcheck.log" 2>&1
     echo "compute-sanitizer memcheck m2l-bench (all variants, p 2,5,9, depths 2,3): exit $?"
-    compute-sanitizer --tool racecheck --error-exitcode 9 $B/bin/m2l-bench --orders 2,6 --depths 3 --reps 1 \
+    compute-sanitizer --tool racecheck --error-exitcode 9 $R/bin/m2l-bench --orders 2,6 --depths 3 --reps 1 \
         > "$OUT/sanitizer_m2l_racecheck.log" 2>&1
-    echo "compute-sanitizer racecheck m2l-bench (all variants, p 2,6, depth 3): exit $?"
+    echo "compute-sanitizer racecheck m2l-bench (all variants but dynamic, p 2,6, depth 3): exit $?"
     tail -2 "$OUT/sanitizer_m2l_racecheck.log"
+    # the halo variant needs depth >= 4 (the mixed FMM runs it from depth 5)
+    for tool in memcheck racecheck; do
+        compute-sanitizer --tool $tool --error-exitcode 9 ${TB[$tool]}/bin/m2l-bench --orders 4,7 --depths 4 \
+            --variants halo --reps 1 --budget 0.01 > "$OUT/sanitizer_halo_$tool.log" 2>&1
+        echo "compute-sanitizer $tool m2l-bench (halo, p 4,7, depth 4): exit $?"
+        tail -1 "$OUT/sanitizer_halo_$tool.log"
+    done
 fi
 
 if has fmm; then

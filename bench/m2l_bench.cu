@@ -368,7 +368,9 @@ static int run_variant(int v, const m2l_gpu_ops *g, const plans &sp, const level
                        cudaStream_t st) {
     switch (v) {
     case V_NAIVE: return m2l_gpu_naive(g, L.level, L.periodic, L.W, L.U, st);
+#ifdef FMM_M2L_DYNAMIC
     case V_DYNAMIC: return m2l_gpu_dynamic(g, L.level, L.periodic, L.W, L.U, st);
+#endif
     case V_SYMMETRIC:
     case V_SYMFLOAT:
         return m2l_gpu_symmetric_run(sp.sym, L.W, L.U, st);
@@ -601,6 +603,10 @@ int main(int argc, char **argv) {
                 const double proj = D > 0 && last_ms[v][D - 1] == last_ms[v][D - 1] ? 8 * last_ms[v][D - 1] : 0;
                 if (v == V_NAIVE && !g.dense) {
                     r.status = 3, r.note = "skipped: dense operators do not fit";
+                } else if (v == V_DYNAMIC) {
+#ifndef FMM_M2L_DYNAMIC
+                    r.status = 3, r.note = "skipped: not in this build (FMM_CUDA_DYNAMIC=OFF)";
+#endif
                 } else if (v == V_TENSOR) {
 #ifdef M2L_TENSOR_PMAX
                     if (p > M2L_TENSOR_PMAX || g.cc < 80) r.status = 3, r.note = "skipped: p > 10 or no FP64 MMA";

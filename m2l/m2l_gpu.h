@@ -65,9 +65,12 @@ int m2l_gpu_tiled(const m2l_gpu_ops *g, int level, int periodic, const double *W
 int m2l_gpu_naive(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
                   cudaStream_t stream);
 /* dynamic: the parent kernel (one thread per target box) launches its box's V-list grid from
- * the device; U is cleared first. level >= 1. FMM_ERR_CUDA also where device launches fail. */
+ * the device; U is cleared first. level >= 1. FMM_ERR_CUDA also where device launches fail.
+ * Built where FMM_M2L_DYNAMIC is defined (CMake FMM_CUDA_DYNAMIC, on by default). */
+#ifdef FMM_M2L_DYNAMIC
 int m2l_gpu_dynamic(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
                     cudaStream_t stream);
+#endif
 /* symmetric: a plan per (operator set, level, boundary) holds the presorted lists, tables and
  * its 8 streams (m2l/m2l_symmetric.cu), created at stream priority `priority`; run queues
  * U = M2L(W) on `stream` (forking onto the plan's streams and joining back), so one plan serves
