@@ -11,7 +11,8 @@
  * Walsh-Hadamard combined into beta planes, row group g of the output taking plane g
  * (m2l/m2l_symmetric.cu's header), so 56 operator applications per target instead of 189. The
  * products run as mma.m16n8k8 in TF32 with each operand split as hi + lo (three products:
- * hi*hi + hi*lo + lo*hi, float accuracy): 16 targets (M) x 8 output rows (N) x 8 coefficients (K).
+ * hi*hi + hi*lo + lo*hi, float-accurate products; the tensor cores' accumulation truncates, see the
+ * kernel): 16 targets (M) x 8 output rows (N) x 8 coefficients (K).
  * The output rows are ordered by their reflection pattern pi(k) and padded per pattern to 8, so
  * every 8-row tile has one row group in every sign group, and the plane it takes is known at
  * compile time. The operators, row signs of each parity's classes folded in, are pre-split and
@@ -47,7 +48,8 @@ static constexpr int HALO_TAB =
 static_assert((2 * HX) % 16 == 8,
               "a fragment's target rows {0,2,4,6} + {0, 2 HX} and their + 16 must not meet");
 
-/* rows of the operator with reflection pattern pi, padded to whole 8-row tiles */
+/* rows of the operator with reflection pattern pi (halo_ntiles pads each pattern to whole 8-row
+ * tiles) */
 __host__ __device__ constexpr int halo_pi_rows(int P, int pi) {
     int n = 0;
     for (int l = 0; l <= P; ++l)
