@@ -13,6 +13,8 @@
 #include "pointsets.h"
 #ifdef FMM_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "m2l/m2l_gpu.h"
 #endif
 
 namespace {
@@ -843,3 +845,83 @@ TEST(GpuDirect, RejectsBadInputAndMatchesTheCpuDirectSum) {
     EXPECT_LT(rel(p2, p1), 1e-13);
     EXPECT_LT(rel(f2, f1), 1e-13);
 }
+
+#ifdef FMM_HAVE_CUDA
+// The halo M2L (m2l/m2l_halo.cu, the mixed FMM's finest level from depth 5): what it refuses needs
+// no device; on one, it must overwrite every entry of U and match the symmetric variant in double
+// to its documented bound, 3e-5 of max|U| (TF32 products split hi + lo, float accuracy, but the
+// tensor cores' accumulation truncates).
+TEST(GpuM2L, HaloPlanRefusesWhatItCannotRun) {
+    EXPECT_TRUE(m2l_gpu_halo_supported(7, 5, 90));
+    EXPECT_TRUE(m2l_gpu_halo_supported(M2L_HALO_PMAX, 4, 80));
+    EXPECT_FALSE(m2l_gpu_halo_supported(M2L_HALO_PMAX + 1, 5, 90)); // order
+    EXPECT_FALSE(m2l_gpu_halo_supported(0, 5, 90));
+    EXPECT_FALSE(
+        m2l_gpu_halo_supported(7, 3, 90)); // the tile does not divide a level-3 parity grid
+    EXPECT_FALSE(m2l_gpu_halo_supported(7, 11, 90));
+    EXPECT_FALSE(m2l_gpu_halo_supported(7, 5, 75)); // no TF32 mma
+    char sentinel;
+    m2l_halo_plan *pl =
+        reinterpret_cast<m2l_halo_plan *>(&sentinel); // a refused plan is set to NULL
+    EXPECT_EQ(m2l_gpu_halo_plan(nullptr, 5, 1, &pl), FMM_ERR_ARG);
+    EXPECT_EQ(pl, nullptr);
+    m2l_gpu_ops none{};
+    EXPECT_EQ(m2l_gpu_halo_plan(&none, 5, 1, nullptr), FMM_ERR_ARG);
+    EXPECT_EQ(m2l_gpu_halo_plan(&none, 5, 1, &pl), FMM_ERR_ARG); // no operators
+    EXPECT_EQ(m2l_gpu_halo_run(nullptr, nullptr, nullptr, 0), FMM_ERR_ARG);
+    m2l_gpu_halo_free(nullptr);
+}
+
+TEST(GpuM2L, HaloMatchesSymmetricDouble) {
+    SKIP_WITHOUT_GPU();
+    std::mt19937_64 rng(test_seed());
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (int p : {4, 7}) {
+        m2l_operators ops;
+        ASSERT_EQ(m2l_operators_init(&ops, p), 0);
+        m2l_gpu_ops g;
+        ASSERT_EQ(m2l_gpu_ops_init(&g, &ops, 0), FMM_OK);
+        m2l_halo_plan *bad = nullptr;
+        EXPECT_EQ(m2l_gpu_halo_plan(&g, 3, 1, &bad), FMM_ERR_ARG) << "level 3";
+        for (int periodic : {1, 0}) {
+            const int level = periodic ? 5 : 4, nc = g.nc;
+            const size_t n = ((size_t)1 << (3 * level)) * nc;
+            std::vector<double> W(n), ref(n), got(n);
+            for (auto &w : W) w = u(rng);
+            double *dW = nullptr, *dU = nullptr;
+            ASSERT_EQ(cudaMalloc((void **)&dW, n * sizeof(double)), cudaSuccess);
+            ASSERT_EQ(cudaMalloc((void **)&dU, n * sizeof(double)), cudaSuccess);
+            ASSERT_EQ(cudaMemcpy(dW, W.data(), n * sizeof(double), cudaMemcpyHostToDevice),
+                      cudaSuccess);
+            m2l_sym_plan *sp = nullptr;
+            m2l_halo_plan *hp = nullptr;
+            ASSERT_EQ(m2l_gpu_symmetric_plan(&g, level, periodic, 0, 0, 0, &sp), FMM_OK);
+            ASSERT_EQ(m2l_gpu_halo_plan(&g, level, periodic, &hp), FMM_OK);
+            ASSERT_EQ(m2l_gpu_symmetric_run(sp, dW, dU, 0), FMM_OK);
+            ASSERT_EQ(cudaMemcpy(ref.data(), dU, n * sizeof(double), cudaMemcpyDeviceToHost),
+                      cudaSuccess);
+            ASSERT_EQ(cudaMemset(dU, 0xff, n * sizeof(double)),
+                      cudaSuccess); // NaN: every entry must be written
+            ASSERT_EQ(m2l_gpu_halo_run(hp, dW, dU, 0), FMM_OK);
+            ASSERT_EQ(cudaMemcpy(got.data(), dU, n * sizeof(double), cudaMemcpyDeviceToHost),
+                      cudaSuccess);
+            double dmax = 0, rmax = 0;
+            size_t nan = 0;
+            for (size_t i = 0; i < n; ++i) {
+                if (!std::isfinite(got[i])) ++nan;
+                dmax = std::max(dmax, std::fabs(got[i] - ref[i]));
+                rmax = std::max(rmax, std::fabs(ref[i]));
+            }
+            std::cout << "p " << p << " level " << level << (periodic ? " periodic" : " open")
+                      << ": max|halo - symmetric| / max|U| " << dmax / rmax << "\n";
+            EXPECT_EQ(nan, 0u);
+            EXPECT_LT(dmax / rmax, 3e-5) << "p " << p << ", level " << level;
+            m2l_gpu_symmetric_free(sp);
+            m2l_gpu_halo_free(hp);
+            cudaFree(dW), cudaFree(dU);
+        }
+        m2l_gpu_ops_free(&g);
+        m2l_operators_free(&ops);
+    }
+}
+#endif
