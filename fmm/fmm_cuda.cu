@@ -176,16 +176,19 @@ struct int2_sum {
 typedef thrust::transform_iterator<leaf_counts, const int *> leaf_count_iter;
 
 /* Thread i < n writes particle i to its slot in tree order; thread i < nleaf writes leaf i's
- * range, its chunks' end, and its chunks into the chunk -> leaf map. */
+ * range, its chunks' end, and its chunks into the chunk -> leaf map. Periodic: the blocks add the
+ * cell's charge and sum of |q| into red, from the charges in double (the P2M adds the moments
+ * that need positions). */
 template <typename R>
-__global__ void k_place(long n, long nleaf, int depth, const unsigned *__restrict__ key,
-                        const int *__restrict__ rank, const int *__restrict__ cnt,
-                        const int2 *__restrict__ lsum, const double *__restrict__ geom,
-                        int periodic, const double *__restrict__ xyz,
-                        const double *__restrict__ qin, int *__restrict__ perm,
-                        p2p_rec<R> *__restrict__ pk, int *__restrict__ cs, int *__restrict__ ce,
-                        int *__restrict__ chunk_end, int *__restrict__ chunk_leaf) {
+__global__ void
+k_place(long n, long nleaf, int depth, const unsigned *__restrict__ key,
+        const int *__restrict__ rank, const int *__restrict__ cnt, const int2 *__restrict__ lsum,
+        const double *__restrict__ geom, int periodic, const double *__restrict__ xyz,
+        const double *__restrict__ qin, int *__restrict__ perm, p2p_rec<R> *__restrict__ pk,
+        int *__restrict__ cs, int *__restrict__ ce, int *__restrict__ chunk_end,
+        int *__restrict__ chunk_leaf, double *__restrict__ red) {
     const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    double qs[2] = {0.0, 0.0};
     if (i < n) {
         const unsigned k = key[i];
         const long at = lsum[k].x - cnt[k] + rank[i];
@@ -197,12 +200,17 @@ __global__ void k_place(long n, long nleaf, int depth, const unsigned *__restric
         double ctr[3], h;
         leaf_centre(k, depth, geom, ctr, &h);
         pk[at] = p2p_rec<R>{(R)(xi - ctr[0]), (R)(yi - ctr[1]), (R)(zi - ctr[2]), (R)qi};
+        qs[0] = qi, qs[1] = fabs(qi);
     }
     if (i < nleaf) {
         const int2 s = lsum[i];
         const int c = cnt[i];
         cs[i] = s.x - c, ce[i] = s.x, chunk_end[i] = s.y;
         for (int ch = s.y - (c + 31) / 32; ch < s.y; ++ch) chunk_leaf[ch] = (int)i;
+    }
+    if (periodic) { /* (uniform over the block) */
+        const int at[2] = {red_at(RED_Q), red_at(RED_QABS)};
+        block_add(red, at, qs);
     }
 }
 
@@ -824,7 +832,7 @@ template <typename R> static void launch_place(const fmm_gpu *g, cudaStream_t st
     const long nleaf = 1L << (3 * g->depth);
     k_place<R><<<blocks(g->n > nleaf ? g->n : nleaf, 256), 256, 0, st>>>(
         g->n, nleaf, g->depth, g->key, g->rank, g->cnt, g->lsum, g->geom, g->periodic, g->xyz,
-        g->qin, g->perm, (p2p_rec<R> *)g->pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf);
+        g->qin, g->perm, (p2p_rec<R> *)g->pk, g->cs, g->ce, g->chunk_end, g->chunk_leaf, g->red);
 }
 
 /* small trees get more warps per chunk to fill the device (24k water: 512 leaves; at depth 0

@@ -219,8 +219,9 @@ __device__ __forceinline__ bool warp_particles(long wid, int depth, const int *c
  * at depth 0 one warp per 32 particles, the block's sum added into W (zeroed before), and with RT
  * (periodic depth 0) its share of the root's local into U (zeroed before): RT[1] where the
  * charges are compact (red's largest |Y|^2), else RT[0]. With moments (periodic, depth >= 1) the
- * blocks also add the cell's charge moments into red (at depth 0 k_root_place does): the P2M
- * holds each leaf's centre, which the records need to give positions in the cell. */
+ * blocks also add the cell's dipole and second moment into red (at depth 0 k_root_place adds all
+ * the moments): the P2M holds each leaf's centre, which the records need to give positions in
+ * the cell. */
 template <int P, typename T>
 __global__ void __launch_bounds__(128)
     k_p2m(const void *__restrict__ pkv, const int *__restrict__ cs, const int *__restrict__ ce,
@@ -261,7 +262,13 @@ __global__ void __launch_bounds__(128)
         }
     }
     __syncthreads(); /* every warp is done with sm.buf */
-    if (moments) cell_moments_store(red, mom, sm.part);
+    if (moments) {   /* the dipole and second moment; the charge sums come from k_place, which has
+                        the charges in double (float charges of a neutral cell need not sum to 0,
+                        and PBC_CHARGED would take it for a charged one) */
+        const int at[4] = {red_at(RED_D), red_at(RED_D + 1), red_at(RED_D + 2), red_at(RED_S2)};
+        const double v[4] = {mom[1], mom[2], mom[3], mom[4]};
+        block_add(red, at, v, sm.part);
+    }
     if (depth) {
         if (has)
             for (int k = lane; k < NC; k += 32) W[c * NC + k] = acc[k];
