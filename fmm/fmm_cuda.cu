@@ -224,10 +224,10 @@ __device__ __forceinline__ bool root_compact(const double *red, const double *ge
  * particles that stand for the binning's five graph nodes (one leaf: no sort). First the occupied
  * bins of each axis; then every block finds the centre from them and places its particles in
  * caller order, each wrapped to within L/2 of the centre, with the largest |Y|^2 (compactness)
- * and the cell's moments (in a tree the P2M sums them); block 0 writes the cell's corner (geom), the leaf's
- * range and chunk count, and a zero root multipole and local for the P2M's sums. (With one block
- * doing all of it, fmm-gpu-bench's binning stage of the 3,345-atom droplet took 0.020-0.021 ms on
- * an H100; with the two kernels, 0.018-0.019.) */
+ * and the cell's moments (in a tree k_place and the P2M sum them); block 0 writes the cell's corner
+ * (geom), the leaf's range and chunk count, and a zero root multipole and local for the P2M's sums.
+ * (With one block doing all of it, fmm-gpu-bench's binning stage of the 3,345-atom droplet took
+ * 0.020-0.021 ms on an H100; with the two kernels, 0.018-0.019.) */
 __global__ void k_root_bins(long n, const double *__restrict__ xyz, const double *__restrict__ geom,
                             double *__restrict__ red) {
     const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
