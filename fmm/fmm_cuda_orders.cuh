@@ -21,8 +21,9 @@ enum { G_LO = 0, G_SIDE = 3, G_SCALE = 4, G_N = 5 };
 /* The evaluation's sums (zeroed first); periodic depth 0 also keeps the bins' occupancy of each
  * axis and the largest |Y|^2 there, as the bits of unsigned 64-bit words (a non-negative double's
  * bits order like its value). Sum k lives at red[red_at(k)], each in its own 128-byte line:
- * thousands of blocks add into them, and atomics on one line serialise in its L2 slice (10 sums
- * in one line cost the output kernel ~60 of its 105 us at 1M particles on an H100). */
+ * thousands of blocks add into them, and atomics on one line serialise in its L2 slice (per-warp
+ * atomics on the 10 output sums in one line took ~0.5 ms at 1M particles on an H100; what the
+ * spreading alone gains was not measured: it came with the fused output kernel). */
 // clang-format off
 enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_QABS = 96, RED_XVIR = 97,
        RED_OCC = 106, RED_R2 = 109, RED_N = 110 };
@@ -292,11 +293,12 @@ __global__ void __launch_bounds__(128)
  * in caller order (perm: phi[n], then the field [n][3]); the blocks' energy and virial sums go
  * into red. In two passes instead: with far_out, the far field only, to far_out[4][n] (tree
  * order); then with far_in, the rest, the far field taken from there. (Apart, L2P and the outputs
- * took 110 + 105 us for 1M particles on an H100, p 7: the far field went out to memory and back,
- * and the outputs' sums queued on one L2 line.) Up to p 10 at most 168 registers in double (3
+ * took 110 + 105 us for 1M particles on an H100, p 7, against 119 us together: the far field went
+ * out to memory and back.) Up to p 10 at most 168 registers in double (3
  * blocks per SM: at p 7 the double L2P alone took 250, 2 blocks per SM, and ran 129 us for 1M
  * particles against 111 us capped; a cap of 128 spilled: 148 us), 128 in float (4 blocks per SM,
- * 76 bytes of spills: the whole 1M evaluation 2.189 -> 2.175 ms against 168, 2.172 at 96). */
+ * 28 bytes of spills; measured on the one-pass kernel, then with 76 bytes of spills: the whole 1M
+ * evaluation 2.189 -> 2.175 ms against 168 registers, 2.172 at 96). */
 template <int P, typename T>
 __global__ void __launch_bounds__(128, sizeof(particle_real<P, T>) == 4 ? 4 : (P <= 10 ? 3 : 1))
     k_l2p(const void *__restrict__ pkv, const int *__restrict__ cs, const int *__restrict__ ce,

@@ -17,8 +17,9 @@
  * every 8-row tile has one row group in every sign group, and the plane it takes is known at
  * compile time. The operators, row signs of each parity's classes folded in, are pre-split and
  * stored in the fragment order of the B operand. Each warp keeps one z slice (16 targets) x all
- * rows in registers over all 189 members and 8 input coefficients, then adds them to U (each
- * entry has one writer: no atomics, no clearing).
+ * rows in registers over all 189 members and 8 input coefficients, then writes them to U in
+ * double (the first k step stores, the later ones add; each entry has one writer: no atomics, no
+ * clearing).
  *
  * Limits: levels >= 4 (the tile must divide the parity grid), p <= M2L_HALO_PMAX, compute
  * capability >= 8.0 (TF32 mma).
