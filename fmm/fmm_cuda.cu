@@ -301,7 +301,7 @@ __device__ __forceinline__ double pair_rsqrt(double r2) {
 /* one pair: potential and field at the target of source s; CHECK: s may sit on the target
  * (r = 0, left out) */
 template <typename R, bool CHECK>
-__device__ __forceinline__ void p2p_pair(const p2p_rec<R> &s, R tx, R ty, R tz, R &gp, R &gx, R &gy,
+__device__ __forceinline__ void p2p_pair(const p2p_rec<R> s, R tx, R ty, R tz, R &gp, R &gx, R &gy,
                                          R &gz) {
     const R dx = tx - s.x, dy = ty - s.y, dz = tz - s.z;
     const R r2 = dx * dx + dy * dy + dz * dz;
