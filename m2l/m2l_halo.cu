@@ -43,7 +43,6 @@ static constexpr int HBOX = HX * HY * HZ;
  * the 8 target rows of a fragment lie at halo offsets {0,2,4,6} + {0, 2 HX} */
 static constexpr int HB = (HBOX + 17 + 31) / 32 * 32;
 static constexpr int HALO_THREADS = 32 * HALO_TZ;
-static constexpr size_t HALO_SMEM = sizeof(float) * 8 * HB;
 static constexpr int HALO_TAB =
     M2L_VLIST; /* per parity and member: halo offset * 8 | its reflection f */
 static_assert((2 * HX) % 16 == 8,
@@ -91,7 +90,22 @@ template <int P> struct halo_shape {
     static constexpr int NK = (NC + 7) / 8; /* k steps of 8 coefficients */
     static constexpr int KP = NK * 8;       /* stride of the float sources */
     static constexpr int NT = halo_ntiles(P);
+    /* B fragments of one sign group's classes at one k step, staged in shared memory */
+    static constexpr int CH = SYM_NR * NT * 32;
+    /* the halo's 8 coefficient rows, then two chunks of B fragments (p 7: 175 KB, p 10: 211) */
+    static constexpr size_t SMEM = sizeof(float) * 8 * HB + sizeof(float4) * 2 * CH;
 };
+
+/* the block's copy of B fragment chunk src[0..CH) into shared memory, asynchronously (the copy
+ * bypasses L1: it is read once per block, then from shared memory by all warps) */
+template <int CH>
+__device__ __forceinline__ void halo_stage(float4 *dst, const float4 *__restrict__ src) {
+    for (int i = threadIdx.x; i < CH; i += HALO_THREADS)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
+                         (unsigned)__cvta_generic_to_shared(dst + i)),
+                     "l"(src + i));
+    asm volatile("cp.async.commit_group;");
+}
 
 /* x rounded to TF32 (nearest, ties away), as cvt.rna.tf32.f32 does for finite x: on sm_90 that
  * instruction is emulated with a NaN test and selects (5 instructions in the SASS), this is two */
@@ -112,9 +126,9 @@ __device__ __forceinline__ void halo_mma(float (&d)[4], const unsigned (&a)[4], 
 template <int P, int A, int H, int NT>
 __device__ __forceinline__ void halo_tile(float (&acc)[halo_shape<P>::NT][4],
                                           const unsigned (&hi)[4], const unsigned (&lo)[4],
-                                          const float4 *__restrict__ opr) {
+                                          const float4 *opr) {
     if constexpr (sym_compress(halo_tile_pi(P, NT) & A, A) == H) {
-        const float4 b = __ldg(opr + NT * 32);
+        const float4 b = opr[NT * 32];
         halo_mma(acc[NT], lo, b.x, b.y);
         halo_mma(acc[NT], hi, b.z, b.w);
         halo_mma(acc[NT], hi, b.x, b.y);
@@ -122,8 +136,7 @@ __device__ __forceinline__ void halo_tile(float (&acc)[halo_shape<P>::NT][4],
 }
 template <int P, int A, int H, int... NTs>
 __device__ __forceinline__ void halo_plane(float (&acc)[halo_shape<P>::NT][4], const float (&x)[4],
-                                           const float4 *__restrict__ opr,
-                                           std::integer_sequence<int, NTs...>) {
+                                           const float4 *opr, std::integer_sequence<int, NTs...>) {
     unsigned hi[4], lo[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -133,23 +146,33 @@ __device__ __forceinline__ void halo_plane(float (&acc)[halo_shape<P>::NT][4], c
     (halo_tile<P, A, H, NTs>(acc, hi, lo, opr), ...);
 }
 template <int P, int A, int BETA, int... Hs>
-__device__ __forceinline__ void
-halo_planes(float (&acc)[halo_shape<P>::NT][4], const float (&x)[BETA][4],
-            const float4 *__restrict__ opr, std::integer_sequence<int, Hs...>) {
+__device__ __forceinline__ void halo_planes(float (&acc)[halo_shape<P>::NT][4],
+                                            const float (&x)[BETA][4], const float4 *opr,
+                                            std::integer_sequence<int, Hs...>) {
     (halo_plane<P, A, Hs>(acc, x[Hs], opr, std::make_integer_sequence<int, halo_shape<P>::NT>{}),
      ...);
 }
 
 /* sign group A (beta = 2^|A| members per class): its 7 classes for this warp's 16 targets and
- * k step. ra, rb: the lane's two columns (t, t + 4) at its first target's halo box; sab: bit f
- * (column t) and 8 + f (column t + 4) = the column's sign under reflection f; op: the B fragments
- * of this parity's classes at this k step, [A][r][NK][NT][32] */
+ * k step ks. ra, rb: the lane's two columns (t, t + 4) at its first target's halo box; sab: bit f
+ * (column t) and 8 + f (column t + 4) = the column's sign under reflection f; opf: the parity's
+ * B fragments, [NK][8 A][7 r][NT][32]; ob: the two chunks in shared memory.
+ * The group's chunk was staged during the group before; the next group's is staged during this
+ * one. ncu (p 7 depth 5) had the warps waiting on these loads from L1 (85% hits) in 35% of the
+ * stall samples with the fragments read from global memory by every warp. */
 template <int P, int A>
-__device__ __forceinline__ void halo_group(float (&acc)[halo_shape<P>::NT][4], const float *ra,
-                                           const float *rb, const int *tab, unsigned sab,
-                                           const float4 *__restrict__ op, int lane) {
+__device__ __forceinline__ void
+halo_group(float (&acc)[halo_shape<P>::NT][4], const float *ra, const float *rb, const int *tab,
+           unsigned sab, const float4 *__restrict__ opf, float4 *ob, int ks, int lane) {
     using S = halo_shape<P>;
     constexpr int BETA = 1 << sym_popc3(A), QB = sym_qbase(A);
+    const int c = ks * 8 + A; /* this chunk */
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    /* chunk c is in for all threads, and all are done with chunk c - 1, whose buffer is next */
+    __syncthreads();
+    if (c + 1 < S::NK * 8)
+        halo_stage<S::CH>(ob + ((c + 1) & 1) * S::CH, opf + (size_t)(c + 1) * S::CH);
+    const float4 *op = ob + (c & 1) * S::CH;
 #pragma unroll halo_runroll
     for (int r = 0; r < SYM_NR; ++r) {
         float x[BETA][4];
@@ -172,7 +195,7 @@ __device__ __forceinline__ void halo_group(float (&acc)[halo_shape<P>::NT][4], c
                         const float a = x[gm][e], b = x[gm | len][e];
                         x[gm][e] = a + b, x[gm | len][e] = a - b;
                     }
-        const float4 *opr = op + (size_t)(A * SYM_NR + r) * S::NK * S::NT * 32 + lane;
+        const float4 *opr = op + r * S::NT * 32 + lane;
         halo_planes<P, A>(acc, x, opr, std::make_integer_sequence<int, BETA>{});
     }
 }
@@ -183,7 +206,9 @@ __global__ void __launch_bounds__(HALO_THREADS, 1)
                const int *__restrict__ rowmap, const float *__restrict__ Wf, double *__restrict__ U,
                int level, int periodic) {
     using S = halo_shape<P>;
-    extern __shared__ __align__(16) float hs[]; /* [8 coefficients][HB halo boxes] */
+    /* [8 coefficients][HB halo boxes], then 2 chunks of B fragments */
+    extern __shared__ __align__(16) float hs[];
+    float4 *ob = reinterpret_cast<float4 *>(hs + 8 * HB);
     __shared__ int st[HALO_TAB];
     const int par = blockIdx.y, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int s = 1 << level, half = s >> 1, ntx = half / HALO_TX, nty = half / HALO_TY;
@@ -198,7 +223,8 @@ __global__ void __launch_bounds__(HALO_THREADS, 1)
         (2 * (g & 3) + bx + 2) + HX * ((2 * (g >> 2) + by + 2) + HY * (2 * warp + bz + 2));
     const int pad = (t & 1) * 16 + (t >> 1);
     const float *ra = hs + t * HB + pad + h0, *rb = hs + (t + 4) * HB + pad + h0;
-    const float4 *opp = opf + (size_t)par * 8 * SYM_NR * S::NK * S::NT * 32;
+    const float4 *opp = opf + (size_t)par * S::NK * 8 * S::CH;
+    halo_stage<S::CH>(ob, opp);
     const long x = 2 * (tx + (g & 3)) + bx, z = 2 * (tz + warp) + bz;
     const long y0 = 2 * (ty + (g >> 2)) + by, y1 = y0 + 4;
     double *u0 = U + (x + s * (y0 + s * z)) * S::NC, *u1 = U + (x + s * (y1 + s * z)) * S::NC;
@@ -233,22 +259,20 @@ __global__ void __launch_bounds__(HALO_THREADS, 1)
             float *d = hs + 4 * q * HB + box;
             d[0] = v.x, d[HB + 16] = v.y, d[2 * HB + 1] = v.z, d[3 * HB + 17] = v.w;
         }
-        __syncthreads();
         const int ca = ks * 8 + t, cb = ca + 4;
         const int pa = ca < S::NC ? halo_coef_pi(ca) : 0, pb = cb < S::NC ? halo_coef_pi(cb) : 0;
         unsigned sab = 0;
 #pragma unroll
         for (int f = 0; f < 8; ++f)
             sab |= (unsigned)(__popc(pa & f) & 1) << f | (unsigned)(__popc(pb & f) & 1) << (8 + f);
-        const float4 *op = opp + (size_t)ks * S::NT * 32;
-        halo_group<P, 0>(acc, ra, rb, st, sab, op, lane);
-        halo_group<P, 1>(acc, ra, rb, st, sab, op, lane);
-        halo_group<P, 2>(acc, ra, rb, st, sab, op, lane);
-        halo_group<P, 3>(acc, ra, rb, st, sab, op, lane);
-        halo_group<P, 4>(acc, ra, rb, st, sab, op, lane);
-        halo_group<P, 5>(acc, ra, rb, st, sab, op, lane);
-        halo_group<P, 6>(acc, ra, rb, st, sab, op, lane);
-        halo_group<P, 7>(acc, ra, rb, st, sab, op, lane);
+        halo_group<P, 0>(acc, ra, rb, st, sab, opp, ob, ks, lane);
+        halo_group<P, 1>(acc, ra, rb, st, sab, opp, ob, ks, lane);
+        halo_group<P, 2>(acc, ra, rb, st, sab, opp, ob, ks, lane);
+        halo_group<P, 3>(acc, ra, rb, st, sab, opp, ob, ks, lane);
+        halo_group<P, 4>(acc, ra, rb, st, sab, opp, ob, ks, lane);
+        halo_group<P, 5>(acc, ra, rb, st, sab, opp, ob, ks, lane);
+        halo_group<P, 6>(acc, ra, rb, st, sab, opp, ob, ks, lane);
+        halo_group<P, 7>(acc, ra, rb, st, sab, opp, ob, ks, lane);
 #pragma unroll
         for (int nt = 0; nt < S::NT; ++nt) {
             const int r0 = rowmap[nt * 8 + 2 * t], r1 = rowmap[nt * 8 + 2 * t + 1];
@@ -266,7 +290,7 @@ __global__ void __launch_bounds__(HALO_THREADS, 1)
 
 struct m2l_halo_plan {
     int p, nc, level, periodic;
-    float4 *opf; /* [8 parities][8 A][7 r][NK][NT][32 lanes]: hi b0, hi b1, lo b0, lo b1 */
+    float4 *opf; /* [8 parities][NK][8 A][7 r][NT][32 lanes]: hi b0, hi b1, lo b0, lo b1 */
     int *tab;    /* [8 parities][HALO_TAB] */
     int *rowmap; /* [NT * 8]: operator row of each tile slot, -1: padding */
     float *Wf;   /* the level's sources in float, rows of KP */
@@ -277,7 +301,7 @@ typedef int (*halo_prep_fn)();
 
 template <int P> static int halo_prepare() {
     CU(cudaFuncSetAttribute(k_m2l_halo<P>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            (int)HALO_SMEM));
+                            (int)halo_shape<P>::SMEM));
     return FMM_OK;
 }
 
@@ -290,8 +314,8 @@ static int halo_launch(const m2l_halo_plan *pl, const double *W, double *U, cuda
         nbox, S::NC, S::KP, W, pl->Wf);
     CU(cudaGetLastError());
     const dim3 grid((unsigned)((half / HALO_TX) * (half / HALO_TY) * (half / HALO_TZ)), 8);
-    k_m2l_halo<P><<<grid, HALO_THREADS, HALO_SMEM, st>>>(pl->opf, pl->tab, pl->rowmap, pl->Wf, U,
-                                                         pl->level, pl->periodic);
+    k_m2l_halo<P><<<grid, HALO_THREADS, S::SMEM, st>>>(pl->opf, pl->tab, pl->rowmap, pl->Wf, U,
+                                                       pl->level, pl->periodic);
     CU(cudaGetLastError());
     return FMM_OK;
 }
@@ -374,7 +398,7 @@ static int halo_plan_fill(m2l_halo_plan *pl, const m2l_gpu_ops *g) {
                                 hi[e] = halo_tf32_host((float)v);
                                 lo[e] = (float)(v - (double)hi[e]);
                             }
-                            opf[((((size_t)(par * 8 + A) * SYM_NR + r) * nk + ks) * nt + tl) * 32 +
+                            opf[((((size_t)(par * nk + ks) * 8 + A) * SYM_NR + r) * nt + tl) * 32 +
                                 lane] = make_float4(hi[0], hi[1], lo[0], lo[1]);
                         }
             }
