@@ -200,6 +200,17 @@ halo_group(float (&acc)[halo_shape<P>::NT][4], const float *ra, const float *rb,
     }
 }
 
+/* one k step's sum into U: the first k step stores, the later ones add by a reduction (RED), which
+ * the warp does not wait for. The entry's one writer issues them in program order, so U sums the
+ * k steps in that order (deterministic). ncu (p 7 depth 5): the read-modify-write it replaces had
+ * the warps waiting for U to come back in 25% of the stall samples. */
+__device__ __forceinline__ void halo_flush(double *u, float v, int ks) {
+    if (ks)
+        atomicAdd(u, (double)v);
+    else
+        *u = v;
+}
+
 template <int P>
 __global__ void __launch_bounds__(HALO_THREADS, 1)
     k_m2l_halo(const float4 *__restrict__ opf, const int *__restrict__ tab,
@@ -276,12 +287,8 @@ __global__ void __launch_bounds__(HALO_THREADS, 1)
 #pragma unroll
         for (int nt = 0; nt < S::NT; ++nt) {
             const int r0 = rowmap[nt * 8 + 2 * t], r1 = rowmap[nt * 8 + 2 * t + 1];
-            if (r0 >= 0)
-                u0[r0] = (ks ? u0[r0] : 0.0) + acc[nt][0],
-                u1[r0] = (ks ? u1[r0] : 0.0) + acc[nt][2];
-            if (r1 >= 0)
-                u0[r1] = (ks ? u0[r1] : 0.0) + acc[nt][1],
-                u1[r1] = (ks ? u1[r1] : 0.0) + acc[nt][3];
+            if (r0 >= 0) halo_flush(u0 + r0, acc[nt][0], ks), halo_flush(u1 + r0, acc[nt][2], ks);
+            if (r1 >= 0) halo_flush(u0 + r1, acc[nt][1], ks), halo_flush(u1 + r1, acc[nt][3], ks);
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[nt][e] = 0.0f;
         }
