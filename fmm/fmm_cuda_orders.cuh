@@ -50,35 +50,64 @@ using particle_real =
 
 /* ---------------------------------------------------------------- reductions */
 
-__device__ __forceinline__ double warp_sum(double v) {
+/* The warp's sums of v[0..K), K <= 32, by a transposing reduction: each step halves the values a
+ * lane holds, keeping one half and sending the other to the lane across (16 double shuffles for
+ * K = 10, against 50 for K separate sums). Returns, at every lane, the sum of v[k] for
+ * k = lane / (32 / KP) (KP: K rounded up to a power of 2; none where k >= K). */
+__host__ __device__ constexpr int pow2_ceil(int k) {
+    return k <= 1 ? 1 : 2 * pow2_ceil((k + 1) / 2);
+}
+/* one step: lanes with bit O keep the upper half of x[0..2H), the others the lower half, and each
+ * adds what the lane across sends; H = 0: x[0] summed over the lanes O, O/2, .. 1 apart */
+template <int H, int O>
+__device__ __forceinline__ double warp_sums_step(const double *x, int lane) {
+    if constexpr (H == 0) {
+        double r = x[0];
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
+        for (int o = O; o > 0; o >>= 1) r += __shfl_xor_sync(0xffffffffu, r, o);
+        return r;
+    } else {
+        double y[H];
+        const bool up = lane & O;
+#pragma unroll
+        for (int i = 0; i < H; ++i)
+            y[i] = (up ? x[i + H] : x[i]) + __shfl_xor_sync(0xffffffffu, up ? x[i] : x[i + H], O);
+        return warp_sums_step<H / 2, O / 2>(y, lane);
+    }
+}
+template <int K> __device__ __forceinline__ double warp_sums(const double (&v)[K]) {
+    constexpr int KP = pow2_ceil(K);
+    static_assert(K <= 32, "at most 32 sums per warp");
+    double x[KP];
+#pragma unroll
+    for (int i = 0; i < KP; ++i) x[i] = i < K ? v[i] : 0.0;
+    return warp_sums_step<KP / 2, 16>(x, threadIdx.x & 31);
 }
 __device__ __forceinline__ void warp_add(double *dst, double v) {
-    v = warp_sum(v);
+    const double a[1] = {v};
+    v = warp_sums(a);
     if ((threadIdx.x & 31) == 0) atomicAdd(dst, v);
 }
 /* dst[at[k]] += the block's sum of v[k], one atomic per block and k (per-warp atomics on a few
  * adjacent addresses serialise: ~0.5 ms for 10 sums over 1M particles on an H100), through part
- * (K x 32 doubles of shared memory, free for the block to write). Every thread of the block must
- * call it; at most 32 warps. */
+ * (K x 32 doubles of shared memory, free for the block to write): the warps' sums, then thread k
+ * adds sum k over the warps in warp order (deterministic). Every thread of the block must call it;
+ * at most 32 warps. */
 template <int K>
 __device__ __forceinline__ void block_add(double *dst, const int (&at)[K], const double (&v)[K],
                                           double (*part)[32]) {
+    constexpr int G = 32 / pow2_ceil(K); /* lanes per sum */
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-        const double s = warp_sum(v[k]);
-        if (lane == 0) part[k][w] = s;
-    }
+    const double s = warp_sums(v);
+    if (lane % G == 0 && lane / G < K) part[lane / G][w] = s;
     __syncthreads();
-    if (w == 0)
+    if (threadIdx.x < K) {
+        double t = 0.0;
+        for (int i = 0; i < nw; ++i) t += part[threadIdx.x][i];
 #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            const double s = warp_sum(lane < nw ? part[k][lane] : 0.0);
-            if (lane == 0 && s != 0.0) atomicAdd(dst + at[k], s);
-        }
+        for (int k = 0; k < K; ++k) /* (at[] by a constant index: no local memory) */
+            if (threadIdx.x == k && t != 0.0) atomicAdd(dst + at[k], t);
+    }
 }
 template <int K>
 __device__ __forceinline__ void block_add(double *dst, const int (&at)[K], const double (&v)[K]) {
