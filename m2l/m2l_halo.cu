@@ -16,10 +16,11 @@
  * The output rows are ordered by their reflection pattern pi(k) and padded per pattern to 8, so
  * every 8-row tile has one row group in every sign group, and the plane it takes is known at
  * compile time. The operators, row signs of each parity's classes folded in, are pre-split and
- * stored in the fragment order of the B operand. Each warp keeps one z slice (16 targets) x all
- * rows in registers over all 189 members and 8 input coefficients, then writes them to U in
- * double (the first k step stores, the later ones add; each entry has one writer: no atomics, no
- * clearing).
+ * stored in the fragment order of the B operand, and the block stages them in shared memory one
+ * sign group ahead. Each warp keeps one z slice (16 targets) x all rows in registers over all 189
+ * members and 8 input coefficients, then writes them to U in double (the first k step stores, the
+ * later ones add by reductions; each entry has one writer: no clearing, and a fixed order of the
+ * sums).
  *
  * Limits: levels >= 4 (the tile must divide the parity grid), p <= M2L_HALO_PMAX, compute
  * capability >= 8.0 (TF32 mma).
@@ -31,7 +32,8 @@
 #define HALO_TX 4 /* same-parity targets per tile along x, y, z; one warp per z slice */
 #define HALO_TY 4
 #define HALO_TZ 8
-/* classes per step of the class loop; one block per SM, registers uncapped (p 7: ~190, no spills).
+/* classes per step of the class loop; one block per SM, registers uncapped (p 7: 182, no spills;
+ * unrolled by 3 or 7 no faster, bench/results/fmm_gpu_h100.md).
  * H100, m2l-bench p 7 depth 5: 2 classes and one block 0.81-0.89 ms, 1 class 0.94; at 2 blocks per
  * SM (128 registers, spills) 0.82-0.88, but the whole 1M water FMM 2.53 against 2.38-2.47 ms: the
  * one block leaves room for the P2P beside it */
@@ -244,7 +246,8 @@ __global__ void __launch_bounds__(HALO_THREADS, 1)
      * into one accumulator: over all k steps it reached 1.8e-5 of max|U| (m2l-bench, p 4..10; float
      * FMAs: 2e-7..2e-6). So every k step's sums go to U in double (each entry has one writer),
      * which leaves 3e-6..1.4e-5. Flushing every half k step as well took it to 1.4e-6..6.8e-6 but
-     * cost 20% (H100, p 7 depth 5 0.81 -> 0.98 ms). */
+     * cost 20% (H100, p 7 depth 5 0.81 -> 0.98 ms; measured when the flush still read U back,
+     * before halo_flush's reductions). */
 #pragma unroll
     for (int nt = 0; nt < S::NT; ++nt)
 #pragma unroll
