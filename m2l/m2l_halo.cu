@@ -160,8 +160,8 @@ __device__ __forceinline__ void halo_planes(float (&acc)[halo_shape<P>::NT][4],
  * (column t) and 8 + f (column t + 4) = the column's sign under reflection f; opf: the parity's
  * B fragments, [NK][8 A][7 r][NT][32]; ob: the two chunks in shared memory.
  * The group's chunk was staged during the group before; the next group's is staged during this
- * one. ncu (p 7 depth 5) had the warps waiting on these loads from L1 (85% hits) in 35% of the
- * stall samples with the fragments read from global memory by every warp. */
+ * one. Read from global memory by every warp they were 11 of the kernel's 12.5 M global loads
+ * (p 7 depth 5); staged, the kernel went 0.821 -> 0.798 ms (H100). */
 template <int P, int A>
 __device__ __forceinline__ void
 halo_group(float (&acc)[halo_shape<P>::NT][4], const float *ra, const float *rb, const int *tab,
