@@ -46,7 +46,7 @@ static constexpr int HBOX = HX * HY * HZ;
 static constexpr int HB = (HBOX + 17 + 31) / 32 * 32;
 static constexpr int HALO_THREADS = 32 * HALO_TZ;
 static constexpr int HALO_TAB =
-    M2L_VLIST; /* per parity and member: halo offset * 8 | its reflection f */
+    M2L_VLIST; /* per parity and member: halo offset in bytes * 8 | its reflection f */
 static_assert((2 * HX) % 16 == 8,
               "a fragment's target rows {0,2,4,6} + {0, 2 HX} and their + 16 must not meet");
 
@@ -109,11 +109,6 @@ __device__ __forceinline__ void halo_stage(float4 *dst, const float4 *__restrict
     asm volatile("cp.async.commit_group;");
 }
 
-/* x rounded to TF32 (nearest, ties away), as cvt.rna.tf32.f32 does for finite x: on sm_90 that
- * instruction is emulated with a NaN test and selects (5 instructions in the SASS), this is two */
-__device__ __forceinline__ unsigned halo_tf32(float x) {
-    return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
-}
 __device__ __forceinline__ void halo_mma(float (&d)[4], const unsigned (&a)[4], float b0,
                                          float b1) {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -124,7 +119,10 @@ __device__ __forceinline__ void halo_mma(float (&d)[4], const unsigned (&a)[4], 
 }
 
 /* The products of plane H (split into TF32 hi + lo) with the 8-row tiles whose row group in sign
- * group A is H: decided at compile time (if constexpr), every tile and plane unrolled. */
+ * group A is H: decided at compile time (if constexpr), every tile and plane unrolled.
+ * hi is x truncated to TF32, one AND (rounded, one more instruction per value); lo = x - hi is
+ * exact but has up to 13 bits, and the tensor cores' truncation of lo leaves a relative error
+ * below 2^-21 (rounded hi: 2^-22), under the accumulation's truncation bias (the kernel) */
 template <int P, int A, int H, int NT>
 __device__ __forceinline__ void halo_tile(float (&acc)[halo_shape<P>::NT][4],
                                           const unsigned (&hi)[4], const unsigned (&lo)[4],
@@ -142,7 +140,7 @@ __device__ __forceinline__ void halo_plane(float (&acc)[halo_shape<P>::NT][4], c
     unsigned hi[4], lo[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-        hi[e] = halo_tf32(x[e]);
+        hi[e] = __float_as_uint(x[e]) & 0xffffe000u;
         lo[e] = __float_as_uint(x[e] - __uint_as_float(hi[e]));
     }
     (halo_tile<P, A, H, NTs>(acc, hi, lo, opr), ...);
@@ -155,17 +153,24 @@ __device__ __forceinline__ void halo_planes(float (&acc)[halo_shape<P>::NT][4],
      ...);
 }
 
+/* p + d bytes: the tables hold byte offsets, so that a member's address is one shift-and-add */
+__device__ __forceinline__ const float *halo_at(const float *p, int d) {
+    return reinterpret_cast<const float *>(reinterpret_cast<const char *>(p) + d);
+}
+
 /* sign group A (beta = 2^|A| members per class): its 7 classes for this warp's 16 targets and
  * k step ks. ra, rb: the lane's two columns (t, t + 4) at its first target's halo box; sab: bit f
- * (column t) and 8 + f (column t + 4) = the column's sign under reflection f; opf: the parity's
+ * (column t) and 8 + f (column t + 4) = the column's sign under reflection f; me: the same signs
+ * in bit 31, me[f] column t, me[8 + f] column t + 4; opf: the parity's
  * B fragments, [NK][8 A][7 r][NT][32]; ob: the two chunks in shared memory.
  * The group's chunk was staged during the group before; the next group's is staged during this
  * one. Read from global memory by every warp they were 11 of the kernel's 12.5 M global loads
  * (p 7 depth 5); staged, the kernel went 0.821 -> 0.798 ms (H100). */
 template <int P, int A>
-__device__ __forceinline__ void
-halo_group(float (&acc)[halo_shape<P>::NT][4], const float *ra, const float *rb, const int *tab,
-           unsigned sab, const float4 *__restrict__ opf, float4 *ob, int ks, int lane) {
+__device__ __forceinline__ void halo_group(float (&acc)[halo_shape<P>::NT][4], const float *ra,
+                                           const float *rb, const int *tab, unsigned sab,
+                                           const unsigned (&me)[16], const float4 *__restrict__ opf,
+                                           float4 *ob, int ks, int lane) {
     using S = halo_shape<P>;
     constexpr int BETA = 1 << sym_popc3(A), QB = sym_qbase(A);
     const int c = ks * 8 + A; /* this chunk */
@@ -177,15 +182,19 @@ halo_group(float (&acc)[halo_shape<P>::NT][4], const float *ra, const float *rb,
     const float4 *op = ob + (c & 1) * S::CH;
 #pragma unroll halo_runroll
     for (int r = 0; r < SYM_NR; ++r) {
+        /* member gm's reflection is the class's f0 (entry 0's, no bits on A's axes) XOR
+         * e = halo_expand(gm, A), known here at compile time; so are its column signs */
+        const unsigned cs = sab >> (tab[QB + r * BETA] & 7), ca = cs << 31, cb = (cs >> 8) << 31;
         float x[BETA][4];
 #pragma unroll
         for (int gm = 0; gm < BETA; ++gm) {
-            const int v = tab[QB + r * BETA + gm], d = v >> 3;
-            const unsigned m = sab >> (v & 7), ma = m << 31, mb = (m >> 8) << 31;
-            x[gm][0] = __uint_as_float(__float_as_uint(ra[d]) ^ ma);
-            x[gm][1] = __uint_as_float(__float_as_uint(ra[d + 4 * HX]) ^ ma);
-            x[gm][2] = __uint_as_float(__float_as_uint(rb[d]) ^ mb);
-            x[gm][3] = __uint_as_float(__float_as_uint(rb[d + 4 * HX]) ^ mb);
+            const int d = tab[QB + r * BETA + gm] >> 3, e = halo_expand(gm, A);
+            const float *sa = halo_at(ra, d), *sb = halo_at(rb, d);
+            const unsigned ma = ca ^ me[e], mb = cb ^ me[8 + e];
+            x[gm][0] = __uint_as_float(__float_as_uint(sa[0]) ^ ma);
+            x[gm][1] = __uint_as_float(__float_as_uint(sa[4 * HX]) ^ ma);
+            x[gm][2] = __uint_as_float(__float_as_uint(sb[0]) ^ mb);
+            x[gm][3] = __uint_as_float(__float_as_uint(sb[4 * HX]) ^ mb);
         }
 #pragma unroll
         for (int len = 1; len < BETA; len <<= 1)
@@ -279,14 +288,17 @@ __global__ void __launch_bounds__(HALO_THREADS, 1)
 #pragma unroll
         for (int f = 0; f < 8; ++f)
             sab |= (unsigned)(__popc(pa & f) & 1) << f | (unsigned)(__popc(pb & f) & 1) << (8 + f);
-        halo_group<P, 0>(acc, ra, rb, st, sab, opp, ob, ks, lane);
-        halo_group<P, 1>(acc, ra, rb, st, sab, opp, ob, ks, lane);
-        halo_group<P, 2>(acc, ra, rb, st, sab, opp, ob, ks, lane);
-        halo_group<P, 3>(acc, ra, rb, st, sab, opp, ob, ks, lane);
-        halo_group<P, 4>(acc, ra, rb, st, sab, opp, ob, ks, lane);
-        halo_group<P, 5>(acc, ra, rb, st, sab, opp, ob, ks, lane);
-        halo_group<P, 6>(acc, ra, rb, st, sab, opp, ob, ks, lane);
-        halo_group<P, 7>(acc, ra, rb, st, sab, opp, ob, ks, lane);
+        unsigned me[16];
+#pragma unroll
+        for (int f = 0; f < 16; ++f) me[f] = (sab >> f) << 31;
+        halo_group<P, 0>(acc, ra, rb, st, sab, me, opp, ob, ks, lane);
+        halo_group<P, 1>(acc, ra, rb, st, sab, me, opp, ob, ks, lane);
+        halo_group<P, 2>(acc, ra, rb, st, sab, me, opp, ob, ks, lane);
+        halo_group<P, 3>(acc, ra, rb, st, sab, me, opp, ob, ks, lane);
+        halo_group<P, 4>(acc, ra, rb, st, sab, me, opp, ob, ks, lane);
+        halo_group<P, 5>(acc, ra, rb, st, sab, me, opp, ob, ks, lane);
+        halo_group<P, 6>(acc, ra, rb, st, sab, me, opp, ob, ks, lane);
+        halo_group<P, 7>(acc, ra, rb, st, sab, me, opp, ob, ks, lane);
 #pragma unroll
         for (int nt = 0; nt < S::NT; ++nt) {
             const int r0 = rowmap[nt * 8 + 2 * t], r1 = rowmap[nt * 8 + 2 * t + 1];
@@ -417,7 +429,7 @@ static int halo_plan_fill(m2l_halo_plan *pl, const m2l_gpu_ops *g) {
                 for (int gm = 0; gm < 1 << sym_popc3(A); ++gm) {
                     const int e = sym_qbase(A) + (r << sym_popc3(A)) + gm, pk = t.memb[par][e];
                     const int dx = (pk & 7) - 3, dy = (pk >> 3 & 7) - 3, dz = (pk >> 6 & 7) - 3;
-                    tp[e] = (dx + HX * (dy + HY * dz)) * 8 |
+                    tp[e] = (dx + HX * (dy + HY * dz)) * (int)sizeof(float) * 8 |
                             (t.info[par][A][r] >> 6 | halo_expand(gm, A));
                 }
     }
