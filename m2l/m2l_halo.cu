@@ -45,6 +45,8 @@ static constexpr int HBOX = HX * HY * HZ;
  * the 8 target rows of a fragment lie at halo offsets {0,2,4,6} + {0, 2 HX} */
 static constexpr int HB = (HBOX + 17 + 31) / 32 * 32;
 static constexpr int HALO_THREADS = 32 * HALO_TZ;
+/* a k step's halo: HALO_NST float4 loads per thread, in batches of HALO_BATCH */
+static constexpr int HALO_NST = (2 * HBOX + HALO_THREADS - 1) / HALO_THREADS, HALO_BATCH = 8;
 static constexpr int HALO_TAB =
     M2L_VLIST; /* per parity and member: halo offset in bytes * 8 | its reflection f */
 static_assert((2 * HX) % 16 == 8,
@@ -264,23 +266,35 @@ __global__ void __launch_bounds__(HALO_THREADS, 1)
 #pragma unroll 1
     for (int ks = 0; ks < S::NK; ++ks) {
         __syncthreads(); /* the previous k step's halo is consumed */
-        for (int i = threadIdx.x; i < 2 * HBOX; i += HALO_THREADS) {
-            const int box = i >> 1, q = i & 1;
-            int ax = 2 * tx - 2 + box % HX, ay = 2 * ty - 2 + box / HX % HY,
-                az = 2 * tz - 2 + box / (HX * HY);
-            bool in = true;
-            if (periodic) {
-                ax &= s - 1, ay &= s - 1, az &= s - 1;
-            } else {
-                in = ax >= 0 && ay >= 0 && az >= 0 && ax < s && ay < s && az < s;
+        /* the block's only work here: the loads of a batch are issued before its stores, so the
+         * k step waits for ceil(NST / HALO_BATCH) round trips to L2, not one per load */
+#pragma unroll 1
+        for (int j0 = 0; j0 < HALO_NST; j0 += HALO_BATCH) {
+            float4 v[HALO_BATCH];
+#pragma unroll
+            for (int j = 0; j < HALO_BATCH; ++j) {
+                const int i = threadIdx.x + (j0 + j) * HALO_THREADS, box = i >> 1, q = i & 1;
+                int ax = 2 * tx - 2 + box % HX, ay = 2 * ty - 2 + box / HX % HY,
+                    az = 2 * tz - 2 + box / (HX * HY);
+                bool in = i < 2 * HBOX;
+                if (periodic)
+                    ax &= s - 1, ay &= s - 1, az &= s - 1;
+                else
+                    in = in && ax >= 0 && ay >= 0 && az >= 0 && ax < s && ay < s && az < s;
+                v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+                if (in)
+                    v[j] = __ldg(reinterpret_cast<const float4 *>(
+                        Wf + ((size_t)ax + (size_t)s * (ay + (size_t)s * az)) * S::KP + ks * 8 +
+                        4 * q));
             }
-            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (in)
-                v = __ldg(reinterpret_cast<const float4 *>(
-                    Wf + ((size_t)ax + (size_t)s * (ay + (size_t)s * az)) * S::KP + ks * 8 +
-                    4 * q));
-            float *d = hs + 4 * q * HB + box;
-            d[0] = v.x, d[HB + 16] = v.y, d[2 * HB + 1] = v.z, d[3 * HB + 17] = v.w;
+#pragma unroll
+            for (int j = 0; j < HALO_BATCH; ++j) {
+                const int i = threadIdx.x + (j0 + j) * HALO_THREADS, box = i >> 1, q = i & 1;
+                float *d = hs + 4 * q * HB + box;
+                if (i < 2 * HBOX)
+                    d[0] = v[j].x, d[HB + 16] = v[j].y, d[2 * HB + 1] = v[j].z,
+                    d[3 * HB + 17] = v[j].w;
+            }
         }
         const int ca = ks * 8 + t, cb = ca + 4;
         const int pa = ca < S::NC ? halo_coef_pi(ca) : 0, pb = cb < S::NC ? halo_coef_pi(cb) : 0;
