@@ -11,7 +11,7 @@
  * Walsh-Hadamard combined into beta planes, row group g of the output taking plane g
  * (m2l/m2l_symmetric.cu's header), so 56 operator applications per target instead of 189. The
  * products run as mma.m16n8k8 in TF32 with each operand split as hi + lo (three products:
- * hi*hi + hi*lo + lo*hi, float-accurate products; the tensor cores' accumulation truncates, see the
+ * hi*hi + hi*lo + lo*hi, products to about 2^-21; the tensor cores' accumulation truncates, see the
  * kernel): 16 targets (M) x 8 output rows (N) x 8 coefficients (K).
  * The output rows are ordered by their reflection pattern pi(k) and padded per pattern to 8, so
  * every 8-row tile has one row group in every sign group, and the plane it takes is known at
