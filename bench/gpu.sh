@@ -55,36 +55,33 @@ if has sanitizer; then
         cmake --build $R -j 16 --target test_gpu fmm-gpu-bench m2l-bench >> "$OUT/build_race.log" 2>&1 ||
         { tail -40 "$OUT/build_race.log"; exit 1; }
     declare -A TB=([memcheck]=$B [racecheck]=$R)
-    # the out-of-memory test is left out: memcheck counts its intended cudaMalloc failures as errors
+    # san TOOL NAME DESCRIPTION BINARY ARGS...: one sanitizer run, cut off after SANITIZER_TIMEOUT s
+    # (default 300; exit 124 then). The kernels come first and test_gpu's racecheck last: it takes
+    # minutes per test (79 s for one on an H100), so a device call that runs out still has the rest.
+    san() {
+        local tool=$1 name=$2 what=$3 bin=$4
+        shift 4
+        timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 9 \
+            ${TB[$tool]}/bin/$bin "$@" > "$OUT/sanitizer_${name}_$tool.log" 2>&1
+        echo "compute-sanitizer $tool $what: exit $?"
+        tail -1 "$OUT/sanitizer_${name}_$tool.log"
+    }
     for tool in memcheck racecheck; do
-        compute-sanitizer --tool $tool --error-exitcode 9 ${TB[$tool]}/bin/test_gpu \
-            --gtest_filter='GpuPlan.*:-GpuPlan.OutOfDeviceMemory*' > "$OUT/sanitizer_$tool.log" 2>&1
-        echo "compute-sanitizer $tool test_gpu GpuPlan.* (less the out-of-memory test): exit $?"
-        tail -2 "$OUT/sanitizer_$tool.log"
-    done
-    # the P2P kernels (double and mixed, block-wide reduction) and the whole evaluation graph
-    for tool in memcheck racecheck; do
+        # the halo variant needs depth >= 4 (the mixed FMM runs it from depth 5)
+        san $tool halo "m2l-bench (halo, p 4,7, depth 4)" m2l-bench --orders 4,7 --depths 4 --variants halo \
+            --reps 1 --budget 0.01
+        # the P2P kernels (double and mixed, block-wide reduction) and the whole evaluation graph
         for prec in double mixed; do
-            compute-sanitizer --tool $tool --error-exitcode 9 ${TB[$tool]}/bin/fmm-gpu-bench --in systems/water/spce_24k.xyzq \
-                --periodic --order 5 --precision $prec --reps 2 --no-cpu --reference none \
-                > "$OUT/sanitizer_fmm_${prec}_$tool.log" 2>&1
-            echo "compute-sanitizer $tool fmm-gpu-bench (24k periodic, p 5, $prec): exit $?"
-            tail -1 "$OUT/sanitizer_fmm_${prec}_$tool.log"
+            san $tool fmm_$prec "fmm-gpu-bench (24k periodic, p 5, $prec)" fmm-gpu-bench \
+                --in systems/water/spce_24k.xyzq --periodic --order 5 --precision $prec --reps 2 --no-cpu --reference none
         done
     done
-    compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/m2l-bench --orders 2,5,9 --depths 2,3 --reps 1 \
-        > "$OUT/sanitizer_m2l_memcheck.log" 2>&1
-    echo "compute-sanitizer memcheck m2l-bench (all variants, p 2,5,9, depths 2,3): exit $?"
-    compute-sanitizer --tool racecheck --error-exitcode 9 $R/bin/m2l-bench --orders 2,6 --depths 3 --reps 1 \
-        > "$OUT/sanitizer_m2l_racecheck.log" 2>&1
-    echo "compute-sanitizer racecheck m2l-bench (all variants but dynamic, p 2,6, depth 3): exit $?"
-    tail -2 "$OUT/sanitizer_m2l_racecheck.log"
-    # the halo variant needs depth >= 4 (the mixed FMM runs it from depth 5)
+    san memcheck m2l "m2l-bench (all variants, p 2,5,9, depths 2,3)" m2l-bench --orders 2,5,9 --depths 2,3 --reps 1
+    san racecheck m2l "m2l-bench (all variants but dynamic, p 2,6, depth 3)" m2l-bench --orders 2,6 --depths 3 --reps 1
+    # the out-of-memory test is left out: memcheck counts its intended cudaMalloc failures as errors
     for tool in memcheck racecheck; do
-        compute-sanitizer --tool $tool --error-exitcode 9 ${TB[$tool]}/bin/m2l-bench --orders 4,7 --depths 4 \
-            --variants halo --reps 1 --budget 0.01 > "$OUT/sanitizer_halo_$tool.log" 2>&1
-        echo "compute-sanitizer $tool m2l-bench (halo, p 4,7, depth 4): exit $?"
-        tail -1 "$OUT/sanitizer_halo_$tool.log"
+        san $tool test_gpu "test_gpu GpuPlan.* (less the out-of-memory test)" test_gpu \
+            --gtest_filter='GpuPlan.*:-GpuPlan.OutOfDeviceMemory*'
     done
 fi
 
