@@ -18,7 +18,7 @@
 # Writes $OUT/gromacs/gpu_nsday.md (table), gpu_nsday.csv, one folder per run with md.log and
 # grompp/mdrun output, build logs. Environment: STEPS_24K (default 4000), STEPS_100K (2000),
 # STEPS_1M (400), STEPS_DROPLET (4000), KINDS (default "pme fmm fmm_cpuupdate": PME, the FMM with
-# -update gpu, the FMM with -update cpu), FMM_TOL (default 1e-3), FMM_PRECISION (mixed: float near field, like PME's
+# -update gpu, the FMM with -update cpu; for comparison also fmm_hostforces and fmm_late, see run_one), FMM_TOL (default 1e-3), FMM_PRECISION (mixed: float near field, like PME's
 # mixed-precision GROMACS; or double), SYSTEMS (default "24k 100k 1m droplet":
 # the droplet is 3,345 SPC/E atoms in a 10 nm box, systems/water/spce_droplet_r2.gro).
 set -uo pipefail
@@ -77,9 +77,10 @@ top_for() { # top_for GRO -> a topology with the right number of SOL
 
 echo "system,atoms,solver,nsteps,ns_per_day,ms_per_step,mdrun_flags,status" > "$RES/gpu_nsday.csv"
 run_one() { # run_one NAME KIND STEPS   (KIND: pme, fmm, fmm_cpuupdate: the FMM with the update on the CPU, or
-            # fmm_hostforces: GPU update, but the FMM's positions and forces through the host every step)
-    local name=$1 kind=$2 steps=$3 dir=$RES/$1_$2 flags mdp=${2%_cpuupdate}
-    mdp=${mdp%_hostforces}
+            # fmm_hostforces: GPU update, but the FMM's positions and forces through the host every step;
+            # fmm_late: GPU update, the FMM started where GROMACS asks for the special forces, after the
+            # nonbonded launch, instead of at the beginning of the step)
+    local name=$1 kind=$2 steps=$3 dir=$RES/$1_$2 flags mdp=${2%%_*}
     mkdir -p "$dir"
     sed -e "s/^nsteps .*/nsteps                   = $steps/" -e "s/^fmm-tolerance .*/fmm-tolerance            = $FMM_TOL/" \
         -e "s/^fmm-device .*/fmm-device               = cuda/" -e "s/^fmm-precision .*/fmm-precision = $FMM_PRECISION/" -e "s/^nstcalcenergy .*/nstcalcenergy            = 100/" \
@@ -90,15 +91,16 @@ run_one() { # run_one NAME KIND STEPS   (KIND: pme, fmm, fmm_cpuupdate: the FMM 
     fi
     # GROMACS 2022 keeps the update on the CPU under -update auto; with -update gpu it copies
     # the coordinates to the host for a force provider and its forces back every step
-    local hostforces=
+    local route=
     case $kind in
         pme) flags="-nb gpu -pme gpu -update gpu -notunepme" ;;
         fmm) flags="-nb gpu -update gpu" ;;
-        fmm_hostforces) flags="-nb gpu -update gpu" hostforces=GMX_FMM_FORCES_ON_HOST=1 ;;
+        fmm_hostforces) flags="-nb gpu -update gpu" route=GMX_FMM_FORCES_ON_HOST=1 ;;
+        fmm_late) flags="-nb gpu -update gpu" route=GMX_FMM_LAUNCH_LATE=1 ;;
         *) flags="-nb gpu -update cpu" ;;
     esac
     # shellcheck disable=SC2086
-    if ! (cd "$dir" && env $hostforces timeout 300 $GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -s run.tpr -deffnm md $flags \
+    if ! (cd "$dir" && env $route timeout 300 $GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -s run.tpr -deffnm md $flags \
             -resetstep $((steps / 2)) -noconfout > mdrun.log 2>&1); then
         # should GPU update be refused: retry with CPU update
         if [ "$kind" = fmm ]; then

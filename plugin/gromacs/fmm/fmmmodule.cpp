@@ -519,6 +519,7 @@ public:
         std::copy(p_.charges_.begin(), p_.charges_.end(), q_.data());
         timing_       = std::getenv("GMX_FMM_TIMING") != nullptr;
         forcesOnHost_ = std::getenv("GMX_FMM_FORCES_ON_HOST") != nullptr;
+        launchLate_   = std::getenv("GMX_FMM_LAUNCH_LATE") != nullptr;
         fmm_default_opts(&opts_);
         opts_.tolerance = p_.tolerance_;
         opts_.order     = p_.order_;
@@ -553,29 +554,34 @@ public:
         return { device_->forces(), device_->forcesReady() };
     }
 
-    // search steps: the forces on the GPU while GROMACS searches pairs on the host (from the host
-    // coordinates, valid then); the later calculateForces() of the step has nothing left to do
+    // the forces on the GPU from the start of the step, beside all else GROMACS does in it: on
+    // search steps from the host coordinates (valid then) while the host searches pairs, on the
+    // other steps from the device coordinates once the update has made them, ahead of the
+    // nonbonded work (where PME on the GPU starts); the later calculateForces() of the step has
+    // nothing left to do. Environment GMX_FMM_LAUNCH_LATE: the other steps' forces are started
+    // where GROMACS asks for the special forces instead, after the nonbonded launch (for
+    // comparison).
     void calculateDeviceForcesEarly(const ForceProviderInput& in) override
     {
-        if (device_ == nullptr)
+        if (device_ == nullptr || (in.device_ != nullptr && launchLate_))
         {
-            return; // no force target yet: calculateForces() computes them
+            return; // no force target yet, or started late: calculateForces() computes them
         }
-        const int n = preparePlan(in);
-        check(fmmSetpts(plan_, n, in.x_[0].as_vec()), "fmm_setpts");
-        check(fmmExecuteOnDevice(plan_, chargesSent_ ? nullptr : q_.data(), device_->forces(), prefactor_,
-                                 nullptr, device_->stream()),
-              "fmm_cuda_forcesf");
-        device_->markForcesReady();
-        chargesSent_ = true;
-        earlyStep_   = in.step_;
+        using Clock   = std::chrono::steady_clock;
+        const auto t0 = Clock::now();
+        const int  n  = preparePlan(in);
+        forcesOnDevice(in, n, nullptr);
+        logPlan();
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        addTiming({ 0, 0, ms, 0 }, true);
+        earlyStep_ = in.step_;
     }
 
     void calculateForces(const ForceProviderInput& in, ForceProviderOutput* out) override
     {
         if (in.device_ != nullptr && in.step_ == earlyStep_)
         {
-            return; // started before the search (GMX_FMM_TIMING does not count these steps)
+            return; // started at the beginning of the step (calculateDeviceForcesEarly)
         }
         const int n = preparePlan(in);
         using Clock                 = std::chrono::steady_clock;
@@ -586,24 +592,14 @@ public:
         double           energy     = 0;
         double           w[9]       = { 0 };
         const double     c          = prefactor_;
-        // the charges go to the plan (the device) once; later calls reuse them (q = NULL)
-        const real* q = chargesSent_ ? nullptr : q_.data();
         if (in.device_ != nullptr)
         {
-            // coordinates and forces stay on the device: the plan reads GROMACS's coordinates once
-            // they are ready and writes c q E to the buffer that GROMACS's GPU force sum adds
-            // (deviceForceTarget); no copies and no wait unless the energy is asked for
+            // coordinates and forces stay on the device: no copies and no wait unless the energy
+            // is asked for
             GMX_RELEASE_ASSERT(device_ != nullptr && !wantVirial,
                                "FMM module: device forces on a step without their target or with the virial");
-            device_->waitFor(in.device_->xReadyOnDevice);
-            t1 = t2 = Clock::now();
-            check(fmmSetptsOnDevice(plan_, n, in.device_->d_x, device_->stream()), "fmm_cuda_setptsf");
-            check(fmmExecuteOnDevice(plan_, q, device_->forces(), c,
-                                     in.device_->computeEnergy ? &energy : nullptr, device_->stream()),
-                  "fmm_cuda_forcesf");
-            device_->markForcesReady();
-            chargesSent_ = true;
-            t3           = Clock::now();
+            forcesOnDevice(in, n, in.device_->computeEnergy ? &energy : nullptr);
+            t3 = Clock::now();
         }
         else
         {
@@ -621,7 +617,13 @@ public:
             t1 = Clock::now();
             check(fmmSetpts(plan_, n, xyz_.data()), "fmm_setpts");
             t2 = Clock::now();
-            check(fmmExecute(plan_, q, field_.data(), &energy, wantVirial ? w : nullptr), "fmm_execute");
+            // the charges go to the plan once; later calls reuse them (q = NULL)
+            check(fmmExecute(plan_,
+                             chargesSent_ ? nullptr : q_.data(),
+                             field_.data(),
+                             &energy,
+                             wantVirial ? w : nullptr),
+                  "fmm_execute");
             chargesSent_ = true;
             t3           = Clock::now();
 
@@ -638,34 +640,16 @@ public:
                 }
             }
         }
-        if (!infoLogged_)
-        {
-            logPlan();
-        }
+        logPlan();
         const double e = c * energy;
         if (timing_)
         {
-            const auto   t4  = Clock::now();
-            const double d[] = { std::chrono::duration<double, std::milli>(t1 - t0).count(),
-                                 std::chrono::duration<double, std::milli>(t2 - t1).count(),
-                                 std::chrono::duration<double, std::milli>(t3 - t2).count(),
-                                 std::chrono::duration<double, std::milli>(t4 - t3).count() };
-            for (int k = 0; k < 4; k++)
-            {
-                timeMs_[k] += d[k];
-            }
-            deviceCalls_ += in.device_ != nullptr;
-            if (++timedCalls_ == c_timedCalls)
-            {
-                // on the device route fmm_execute is the launch only: the host does not wait
-                log(formatString("FMM module timing, mean of %d calls (ms; %d with forces on the "
-                                 "device): positions %.3f, fmm_setpts %.3f, fmm_execute %.3f, forces %.3f",
-                                 c_timedCalls, deviceCalls_, timeMs_[0] / c_timedCalls,
-                                 timeMs_[1] / c_timedCalls, timeMs_[2] / c_timedCalls,
-                                 timeMs_[3] / c_timedCalls));
-                timedCalls_ = deviceCalls_ = 0;
-                std::fill(std::begin(timeMs_), std::end(timeMs_), 0.0);
-            }
+            const auto t4 = Clock::now();
+            addTiming({ std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                        std::chrono::duration<double, std::milli>(t2 - t1).count(),
+                        std::chrono::duration<double, std::milli>(t3 - t2).count(),
+                        std::chrono::duration<double, std::milli>(t4 - t3).count() },
+                      in.device_ != nullptr);
         }
         if (wantVirial)
         {
@@ -683,6 +667,61 @@ public:
     }
 
 private:
+    //! The step's forces into the device buffer that GROMACS's GPU force sum adds
+    //! (deviceForceTarget): from GROMACS's device coordinates once they are ready (in.device_) or
+    //! from the host's; with energy, the host waits for it
+    void forcesOnDevice(const ForceProviderInput& in, int n, double* energy)
+    {
+        if (in.device_ != nullptr)
+        {
+            device_->waitFor(in.device_->xReadyOnDevice);
+            check(fmmSetptsOnDevice(plan_, n, in.device_->d_x, device_->stream()),
+                  "fmm_cuda_setptsf");
+        }
+        else
+        {
+            check(fmmSetpts(plan_, n, in.x_[0].as_vec()), "fmm_setpts");
+        }
+        // the charges go to the plan (the device) once; later calls reuse them (q = NULL)
+        check(fmmExecuteOnDevice(plan_,
+                                 chargesSent_ ? nullptr : q_.data(),
+                                 device_->forces(),
+                                 prefactor_,
+                                 energy,
+                                 device_->stream()),
+              "fmm_cuda_forcesf");
+        device_->markForcesReady();
+        chargesSent_ = true;
+    }
+    //! GMX_FMM_TIMING: ms in positions, fmm_setpts, fmm_execute and forces, logged as the mean of
+    //! each c_timedCalls calls (on the device route fmm_execute is the launch: the host does not
+    //! wait)
+    void addTiming(const std::array<double, 4>& ms, bool onDevice)
+    {
+        if (!timing_)
+        {
+            return;
+        }
+        for (int k = 0; k < 4; k++)
+        {
+            timeMs_[k] += ms[k];
+        }
+        deviceCalls_ += onDevice;
+        if (++timedCalls_ == c_timedCalls)
+        {
+            log(formatString(
+                    "FMM module timing, mean of %d calls (ms; %d with forces on the "
+                    "device): positions %.3f, fmm_setpts %.3f, fmm_execute %.3f, forces %.3f",
+                    c_timedCalls,
+                    deviceCalls_,
+                    timeMs_[0] / c_timedCalls,
+                    timeMs_[1] / c_timedCalls,
+                    timeMs_[2] / c_timedCalls,
+                    timeMs_[3] / c_timedCalls));
+            timedCalls_ = deviceCalls_ = 0;
+            std::fill(std::begin(timeMs_), std::end(timeMs_), 0.0);
+        }
+    }
     //! Checks the step's atoms and box against the plan's (made anew when the box edge changed); returns n
     int preparePlan(const ForceProviderInput& in)
     {
@@ -740,8 +779,13 @@ private:
             GMX_LOG(logger_->info).asParagraph().appendText(text);
         }
     }
+    //! The plan's parameters, once (after the first fmm_setpts: the depth is set there)
     void logPlan()
     {
+        if (infoLogged_)
+        {
+            return;
+        }
         fmm_info info;
         if (fmm_get_info(plan_, &info) == FMM_OK)
         {
@@ -773,7 +817,8 @@ private:
     std::unique_ptr<FmmDeviceForces> device_; // forces on the device (deviceForceTarget)
     static constexpr int c_timedCalls = 100;
     bool                 forcesOnHost_ = false;
-    int64_t              earlyStep_    = -1; // the search step whose forces calculateDeviceForcesEarly() made
+    bool                 launchLate_   = false; // environment GMX_FMM_LAUNCH_LATE
+    int64_t              earlyStep_    = -1;    // the step calculateDeviceForcesEarly() started
     bool                 timing_      = false; // environment GMX_FMM_TIMING: log where the time goes
     int                  timedCalls_  = 0;
     int                  deviceCalls_ = 0;
