@@ -4,9 +4,10 @@
  * all-pairs direct sum. One CSV row per run on stdout (header with --header).
  *
  *   fmm-gpu-bench (--in FILE.xyzq [--tile K] | --uniform N) [--periodic] [--tolerance T]
- *                 [--order P] [--depth D] [--precision double|mixed] [--reps R] [--cpu-threads T] [--no-cpu]
- *                 [--reference ewald|tile-ewald|direct|sample|none] [--sample M] [--label NAME] [--header]
- *   fmm-gpu-bench --largest N0 [--tolerance T] [--precision double|mixed] [--sample M]
+ *                 [--order P] [--depth D] [--precision double|mixed] [--reps R] [--cpu-threads T]
+ * [--no-cpu]
+ *                 [--reference ewald|tile-ewald|direct|sample|none] [--sample M] [--label NAME]
+ * [--header] fmm-gpu-bench --largest N0 [--tolerance T] [--precision double|mixed] [--sample M]
  *
  * --in reads "x y z q" with a "# box L L L" line (SPC/E boxes of systems/water); --tile K
  * replicates the box K times per axis (an exactly periodic system whose reference is the
@@ -14,6 +15,11 @@
  * evaluation graph (binning included; CUDA events). CPU time: one setpts + execute on
  * T threads (always double precision: "vs cpu" columns of a mixed run measure the float near
  * field). Force error: relative RMS of q E over all atoms.
+ * Periodic runs also time whole calls that wait for the device, wall time per call, median of
+ * min(R, 20): energy and forces on the device-resident route (fmm_cuda_forcesf, forces to a device
+ * buffer), the same with the virial (which comes from parts of the evaluation summed on the host;
+ * an MD code asks for it on some steps only), and energy, virial, potential and field on the host
+ * route (fmm_execute: copied to the host); the virial is compared with the CPU FMM's.
  * --largest N0: the largest uniform open set (in the unit cube) that one CUDA plan takes, from N0
  * down in steps of 10% while fmm_setpts or fmm_execute says FMM_ERR_NOMEM; prints that N, the
  * last N that did not fit, the times of its setpts + execute and of a second execute, and its
@@ -25,6 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#ifdef FMM_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #include "fmm.h"
 #include "pointsets.h"
@@ -165,9 +175,13 @@ int main(int argc, char **argv) {
         return largest(o, nlargest, sample);
     }
     if (header)
-        printf("label,n,periodic,order,depth,precision,gpu_ms_median,gpu_ms_min,gpu_mpart_per_s,cpu_s,cpu_threads,"
-               "rel_phi_gpu_vs_cpu,rel_field_gpu_vs_cpu,rel_energy_gpu_vs_cpu,reference,rel_phi_ref,rel_force_rms_ref,"
-               "energy,direct_gpu_ms,stage_ms_bin_p2p_p2m_m2m_m2l_l2l_l2p_final\n");
+        printf(
+            "label,n,periodic,order,depth,precision,gpu_ms_median,gpu_ms_min,gpu_mpart_per_s,cpu_s,"
+            "cpu_threads,"
+            "rel_phi_gpu_vs_cpu,rel_field_gpu_vs_cpu,rel_energy_gpu_vs_cpu,reference,rel_phi_ref,"
+            "rel_force_rms_ref,"
+            "energy,direct_gpu_ms,stage_ms_bin_p2p_p2m_m2m_m2l_l2l_l2p_final,rel_virial_gpu_vs_cpu,"
+            "gpu_energy_device_ms,gpu_virial_device_ms,gpu_virial_host_ms\n");
     if (!in && nuni < 1) return header ? 0 : 2;
     /* the system */
     long n0 = 0;
@@ -217,23 +231,51 @@ int main(int argc, char **argv) {
     qsort(ms, reps, sizeof(double), cmp);
     double st[8];
     if ((rc = fmm_cuda_stage_times(gp, 10, st))) die("GPU stage times", rc);
+    double gvir[9] = {0}, call_ms[3] = {NAN, NAN, NAN}; /* energy, energy + virial, host route */
+#ifdef FMM_HAVE_CUDA
+    if (periodic) {
+        const int nv = reps < 20 ? reps : 20;
+        double *tv = malloc(sizeof(double) * (nv > 0 ? nv : 1)), ev = 0;
+        float *d_f = NULL;
+        if (!tv || cudaMalloc((void **)&d_f, sizeof(float) * 3 * n) != cudaSuccess)
+            die("device forces", FMM_ERR_NOMEM);
+        fprintf(stderr, "[%s] GPU calls that wait...\n", label);
+        for (int route = 0; route < 3 && nv > 0; ++route) {
+            for (int r = -1; r < nv; ++r) { /* r = -1 warms up */
+                const double t0 = now();
+                rc = route == 2
+                         ? fmm_execute(gp, NULL, phi, field, &ev, gvir)
+                         : fmm_cuda_forcesf(gp, NULL, d_f, 1.0, &ev, route ? gvir : NULL, NULL);
+                if (rc) die("GPU execute with virial", rc);
+                if (r >= 0) tv[r] = 1e3 * (now() - t0);
+            }
+            qsort(tv, nv, sizeof(double), cmp);
+            call_ms[route] = tv[nv / 2];
+        }
+        cudaFree(d_f);
+        free(tv);
+    }
+#endif
     fmm_info info;
     fmm_get_info(gp, &info);
     fmm_destroy(gp);
     /* CPU at the same order and depth */
-    double cpu_s = NAN, rp = NAN, rf = NAN, re = NAN;
+    double cpu_s = NAN, rp = NAN, rf = NAN, re = NAN, rv = NAN;
     if (!no_cpu) {
         fmm_opts oc = o;
         oc.order = info.order, oc.depth = info.depth, oc.threads = cpu_threads, oc.precision = FMM_PRECISION_DOUBLE;
-        double *cphi = malloc(sizeof(double) * n), *cfield = malloc(sizeof(double) * 3 * n), ec = 0;
+        double *cphi = malloc(sizeof(double) * n), *cfield = malloc(sizeof(double) * 3 * n), ec = 0,
+               cvir[9];
         fmm_plan *cp;
         if ((rc = fmm_makeplan(&oc, periodic ? box : NULL, &cp))) die("CPU plan", rc);
         fprintf(stderr, "[%s] CPU FMM (p %d, depth %d)...\n", label, info.order, info.depth);
         double t0 = now();
-        if ((rc = fmm_setpts(cp, n, xyz)) || (rc = fmm_execute(cp, q, cphi, cfield, &ec, NULL))) die("CPU FMM", rc);
+        if ((rc = fmm_setpts(cp, n, xyz)) || (rc = fmm_execute(cp, q, cphi, cfield, &ec, cvir)))
+            die("CPU FMM", rc);
         cpu_s = now() - t0;
         fmm_destroy(cp);
         rp = rel(n, phi, cphi), rf = rel(3 * n, field, cfield), re = fabs(eg - ec) / fabs(ec);
+        if (!isnan(call_ms[1])) rv = rel(9, gvir, cvir);
         free(cphi), free(cfield);
     }
     /* reference */
@@ -275,7 +317,8 @@ int main(int argc, char **argv) {
     printf("%s,%ld,%d,%d,%d,%s,%.4f,%.4f,%.1f,%.4f,%d,%.3e,%.3e,%.3e,%s,%.3e,%.3e,%.10e,%.3f,", label, n, periodic,
            info.order, info.depth, o.precision == FMM_PRECISION_MIXED ? "mixed" : "double", ms[reps / 2], ms[0], n / (ms[reps / 2] * 1e-3) / 1e6, cpu_s,
            cpu_threads ? cpu_threads : omp_get_max_threads(), rp, rf, re, refkind, ref_phi, ref_force, eg, direct_ms);
-    for (int s = 0; s < 8; ++s) printf("%.4f%s", st[s], s < 7 ? ";" : "\n");
+    for (int s = 0; s < 8; ++s) printf("%.4f%s", st[s], s < 7 ? ";" : ",");
+    printf("%.3e,%.4f,%.4f,%.4f\n", rv, call_ms[0], call_ms[1], call_ms[2]);
     fflush(stdout);
     free(xyz), free(q), free(x0), free(q0), free(phi), free(field), free(ms), free(rphi), free(rfield);
     return 0;

@@ -109,7 +109,9 @@ struct fmm_gpu {
     double *geom, *red;
     cudaStream_t s0, s1, s2;
     cudaStream_t sl[11];     /* per coarse level: the stream its M2L forks from, so the levels run side by side */
-    cudaEvent_t fork, join, fork2, join2, t0, t1, forkl, joinl[11];
+    cudaStream_t
+        simg; /* the virial's periodic image forces (k_m2l_images), beside the downward pass */
+    cudaEvent_t fork, join, fork2, join2, t0, t1, forkl, joinl[11], forki, joini;
     cudaStream_t last; /* the stream the plan's work went on last (plan_stream) */
     int have_last;
     cudaEvent_t sw;          /* a switch of streams: the new one waits for the last one */
@@ -669,6 +671,9 @@ extern "C" void fmm_gpu_destroy(fmm_gpu *g) {
     if (g->s0) cudaStreamDestroy(g->s0);
     if (g->s1) cudaStreamDestroy(g->s1);
     if (g->s2) cudaStreamDestroy(g->s2);
+    if (g->simg) cudaStreamDestroy(g->simg);
+    if (g->forki) cudaEventDestroy(g->forki);
+    if (g->joini) cudaEventDestroy(g->joini);
     if (g->fork) cudaEventDestroy(g->fork);
     if (g->join) cudaEventDestroy(g->join);
     if (g->fork2) cudaEventDestroy(g->fork2);
@@ -712,6 +717,9 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     CU(cudaStreamCreateWithPriority(&g->s0, cudaStreamNonBlocking, g->prio[0]));
     CU(cudaStreamCreateWithPriority(&g->s1, cudaStreamNonBlocking, g->prio[2]));
     CU(cudaStreamCreateWithPriority(&g->s2, cudaStreamNonBlocking, g->prio[1]));
+    CU(cudaStreamCreateWithPriority(&g->simg, cudaStreamNonBlocking, g->prio[1]));
+    CU(cudaEventCreateWithFlags(&g->forki, cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&g->joini, cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&g->join, cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&g->fork2, cudaEventDisableTiming));
@@ -728,6 +736,8 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
     order_kernels K = order_table(p);
     CU(cudaFuncSetAttribute((const void *)K.m2m, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             (int)(sizeof(double) * PB * 8 * nc)));
+    CU(cudaFuncSetAttribute((const void *)K.images, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            img_smem_bytes(p)));
     return FMM_OK;
 }
 
@@ -855,20 +865,22 @@ template <typename R> static void launch_p2p(const fmm_gpu *g, double *fshift, c
                                         g->periodic, g->geom, g->red, g->n, g->near, fshift);
 }
 
-/* M2L on one level, and with fshift the periodic image forces of that level's V list */
-static int m2l_and_images(fmm_gpu *g, int l, double *fshift, cudaStream_t st) {
-    TRY(m2l_level(g, l, st));
-    if (fshift) {
-        order_kernels K = order_table(g->p);
-        K.images<<<(unsigned)(1L << (3 * l)), 128, 0, st>>>(g->m2l.cls, g->m2l.sign, g->m2l.vlist, l, g->geom,
-                                                          g->W + level_offset(l) * g->nc, fshift);
-    }
+/* the virial's periodic image forces through the V lists of the levels l1..depth (they read only
+   the multipoles, and only the host reads fshift) */
+static int launch_images(fmm_gpu *g, int l1, double *fshift, cudaStream_t st) {
+    order_kernels K = order_table(g->p);
+    for (int l = l1; l <= g->depth; ++l)
+        K.images<<<8 * M2L_VLIST, IMG_TB, img_smem_bytes(g->p), st>>>(
+            g->m2l.cls, g->m2l.sign, g->m2l.vlist, l, g->geom, g->W + level_offset(l) * g->nc,
+            fshift);
+    CU(cudaGetLastError());
     return FMM_OK;
 }
 
 /* the whole evaluation, queued on s0, s1 for the near field and s2 for the finest M2L level
  * (it needs only the leaf multipoles, so it runs beside the M2M chain and the coarser levels;
- * the last L2L, which adds into the same local expansions, waits for it); with ev (profiling,
+ * the last L2L, which adds into the same local expansions, waits for it), and with the virial
+ * simg for the periodic image forces (launch_images); with ev (profiling,
  * not captured) everything goes on s0 in stage order and ev[0..FMM_GPU_NSTAGE] mark the stage
  * boundaries */
 #define MARK(k) \
@@ -923,7 +935,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial, const dev_route *dr)
     if (split) {
         CU(cudaEventRecord(g->fork2, s0));
         CU(cudaStreamWaitEvent(g->s2, g->fork2, 0));
-        TRY(m2l_and_images(g, D, fshift, g->s2));
+        TRY(m2l_level(g, D, g->s2));
         CU(cudaEventRecord(g->join2, g->s2));
     }
     for (int l = D - 1; l >= 0; --l)
@@ -935,11 +947,20 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial, const dev_route *dr)
      * forking its sign-group kernels from its own stream (one after another they were a chain of
      * latency-bound launches, ~20 us per level) */
     const int l1 = g->periodic ? 1 : 2;
+    /* the virial's image forces need the multipoles only: beside the M2L and the downward pass,
+       joined at the end */
+    const cudaStream_t si = ev ? s0 : g->simg;
+    if (fshift && !ev) {
+        CU(cudaEventRecord(g->forki, s0));
+        CU(cudaStreamWaitEvent(si, g->forki, 0));
+    }
+    if (fshift) TRY(launch_images(g, l1, fshift, si));
+    if (fshift && !ev) CU(cudaEventRecord(g->joini, si));
     if (!ev) CU(cudaEventRecord(g->forkl, s0));
     for (int l = l1; l <= D - split; ++l) {
         cudaStream_t sl = ev ? s0 : g->sl[l];
         if (!ev) CU(cudaStreamWaitEvent(sl, g->forkl, 0));
-        TRY(m2l_and_images(g, l, fshift, sl));
+        TRY(m2l_level(g, l, sl));
         if (!ev) CU(cudaEventRecord(g->joinl[l], sl));
     }
     if (g->periodic && !root) /* (at depth 0 the P2M has added the root's local) */
@@ -973,6 +994,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial, const dev_route *dr)
                                                              g->periodic, g->geom, g->red, g->out);
     CU(cudaGetLastError());
     if (dr) TRY(launch_forces(g, dr->scale, dr->df, s0));
+    if (fshift && !ev) CU(cudaStreamWaitEvent(s0, g->joini, 0));
     MARK(8);
     return FMM_OK;
 }
