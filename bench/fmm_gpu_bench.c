@@ -4,10 +4,10 @@
  * all-pairs direct sum. One CSV row per run on stdout (header with --header).
  *
  *   fmm-gpu-bench (--in FILE.xyzq [--tile K] | --uniform N) [--periodic] [--tolerance T]
- *                 [--order P] [--depth D] [--precision double|mixed] [--reps R] [--cpu-threads T]
- * [--no-cpu]
- *                 [--reference ewald|tile-ewald|direct|sample|none] [--sample M] [--label NAME]
- * [--header] fmm-gpu-bench --largest N0 [--tolerance T] [--precision double|mixed] [--sample M]
+ *                 [--order P] [--depth D] [--precision double|mixed] [--reps R]
+ *                 [--cpu-threads T] [--no-cpu] [--reference ewald|tile-ewald|direct|sample|none]
+ *                 [--sample M] [--label NAME] [--header]
+ *   fmm-gpu-bench --largest N0 [--tolerance T] [--precision double|mixed] [--sample M]
  *
  * --in reads "x y z q" with a "# box L L L" line (SPC/E boxes of systems/water); --tile K
  * replicates the box K times per axis (an exactly periodic system whose reference is the
@@ -175,13 +175,11 @@ int main(int argc, char **argv) {
         return largest(o, nlargest, sample);
     }
     if (header)
-        printf(
-            "label,n,periodic,order,depth,precision,gpu_ms_median,gpu_ms_min,gpu_mpart_per_s,cpu_s,"
-            "cpu_threads,"
-            "rel_phi_gpu_vs_cpu,rel_field_gpu_vs_cpu,rel_energy_gpu_vs_cpu,reference,rel_phi_ref,"
-            "rel_force_rms_ref,"
-            "energy,direct_gpu_ms,stage_ms_bin_p2p_p2m_m2m_m2l_l2l_l2p_final,rel_virial_gpu_vs_cpu,"
-            "gpu_energy_device_ms,gpu_virial_device_ms,gpu_virial_host_ms\n");
+        printf("label,n,periodic,order,depth,precision,gpu_ms_median,gpu_ms_min,gpu_mpart_per_s,"
+               "cpu_s,cpu_threads,rel_phi_gpu_vs_cpu,rel_field_gpu_vs_cpu,rel_energy_gpu_vs_cpu,"
+               "reference,rel_phi_ref,rel_force_rms_ref,energy,direct_gpu_ms,"
+               "stage_ms_bin_p2p_p2m_m2m_m2l_l2l_l2p_final,rel_virial_gpu_vs_cpu,"
+               "gpu_energy_device_ms,gpu_virial_device_ms,gpu_virial_host_ms\n");
     if (!in && nuni < 1) return header ? 0 : 2;
     /* the system */
     long n0 = 0;
@@ -246,7 +244,7 @@ int main(int argc, char **argv) {
                 rc = route == 2
                          ? fmm_execute(gp, NULL, phi, field, &ev, gvir)
                          : fmm_cuda_forcesf(gp, NULL, d_f, 1.0, &ev, route ? gvir : NULL, NULL);
-                if (rc) die("GPU execute with virial", rc);
+                if (rc) die("GPU call that waits", rc);
                 if (r >= 0) tv[r] = 1e3 * (now() - t0);
             }
             qsort(tv, nv, sizeof(double), cmp);
