@@ -109,8 +109,7 @@ struct fmm_gpu {
     double *geom, *red;
     cudaStream_t s0, s1, s2;
     cudaStream_t sl[11];     /* per coarse level: the stream its M2L forks from, so the levels run side by side */
-    cudaStream_t
-        simg; /* the virial's periodic image forces (k_m2l_images), beside the downward pass */
+    cudaStream_t simg; /* the virial's image forces (k_m2l_images), beside the downward pass */
     cudaEvent_t fork, join, fork2, join2, t0, t1, forkl, joinl[11], forki, joini;
     cudaStream_t last; /* the stream the plan's work went on last (plan_stream) */
     int have_last;
