@@ -73,9 +73,13 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 names = sys.argv[2:]
 keys = sorted({(r['label'], r['precision']) for r in rows})
 print(f"{'system':10} {'precision':9} " + " ".join(f"{n[:12]:>12}" for n in names) + "   (median ms; ratio to the first)")
-for k in keys:
-    med = [statistics.median(float(r['gpu_ms_median']) for r in rows
-                             if (r['label'], r['precision']) == k and r['build'] == b) for b in names]
-    print(f"{k[0]:10} {k[1]:9} " + " ".join(f"{m:12.4f}" for m in med) + "   " +
-          " ".join(f"{m / med[0]:.3f}" for m in med[1:]))
+def median(col, k, b):  # NaN where a build's fmm-gpu-bench has no such column
+    v = [float(r[col]) for r in rows if (r['label'], r['precision']) == k and r['build'] == b and r.get(col)]
+    return statistics.median(v) if v else float('nan')
+for col, what in (('gpu_ms_median', 'evaluation'), ('gpu_route_ms', 'device route of an MD step')):
+    print(what)
+    for k in keys:
+        med = [median(col, k, b) for b in names]
+        print(f"{k[0]:10} {k[1]:9} " + " ".join(f"{m:12.4f}" for m in med) + "   " +
+              " ".join(f"{m / med[0]:.3f}" for m in med[1:]))
 PY
