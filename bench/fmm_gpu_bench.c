@@ -23,8 +23,9 @@
  * device route of an MD step (gpu_route_ms): fmm_cuda_setptsf from float positions on the device,
  * then fmm_cuda_forcesf without energy, on a stream of the caller, timed by CUDA events around the
  * two calls (the GPU's time from the step's start to its forces, launch gaps included: what an MD
- * step waits for), median of R, after one call with the energy (which lets the plan pick its depth
- * for device positions).
+ * step waits for), median of R, and the host's time in the two calls (route_host_ms: the launch,
+ * which in an MD step delays the short-range work queued after it), after one call with the
+ * energy (which lets the plan pick its depth for device positions).
  * --largest N0: the largest uniform open set (in the unit cube) that one CUDA plan takes, from N0
  * down in steps of 10% while fmm_setpts or fmm_execute says FMM_ERR_NOMEM; prints that N, the
  * last N that did not fit, the times of its setpts + execute and of a second execute, and its
@@ -131,14 +132,17 @@ static void die(const char *what, int rc) {
 }
 
 #ifdef FMM_HAVE_CUDA
-/* the device route of an MD step, ms (see the head comment); NAN where a CUDA call fails */
-static double device_route_ms(fmm_plan *gp, long n, const double *xyz, float *d_f, int reps) {
+/* the device route of an MD step, ms (see the head comment), and in *host_ms the host's time in
+ * the two calls (what an MD step's thread spends on launching it); NAN where a CUDA call fails */
+static double device_route_ms(fmm_plan *gp, long n, const double *xyz, float *d_f, int reps,
+                              double *host_ms) {
     const int nr = reps > 0 ? reps : 1;
     float *xf = malloc(sizeof(float) * 3 * n), *d_x = NULL;
-    double *t = malloc(sizeof(double) * nr), e = 0, ms = NAN;
+    double *t = malloc(sizeof(double) * nr), *th = malloc(sizeof(double) * nr), e = 0, ms = NAN;
+    *host_ms = NAN;
     cudaStream_t st = NULL;
     cudaEvent_t e0 = NULL, e1 = NULL;
-    int ok = xf && t && cudaMalloc((void **)&d_x, sizeof(float) * 3 * n) == cudaSuccess &&
+    int ok = xf && t && th && cudaMalloc((void **)&d_x, sizeof(float) * 3 * n) == cudaSuccess &&
              cudaStreamCreate(&st) == cudaSuccess && cudaEventCreate(&e0) == cudaSuccess &&
              cudaEventCreate(&e1) == cudaSuccess;
     if (ok) {
@@ -150,21 +154,25 @@ static double device_route_ms(fmm_plan *gp, long n, const double *xyz, float *d_
     fprintf(stderr, "[route] device route of an MD step...\n");
     for (int r = -3; r < nr && ok; ++r) { /* r < 0 warm up */
         float v = 0;
-        ok = cudaEventRecord(e0, st) == cudaSuccess && !fmm_cuda_setptsf(gp, n, d_x, st) &&
-             !fmm_cuda_forcesf(gp, NULL, d_f, 1.0, NULL, NULL, st) &&
-             cudaEventRecord(e1, st) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+        ok = cudaEventRecord(e0, st) == cudaSuccess;
+        const double h0 = now();
+        ok = ok && !fmm_cuda_setptsf(gp, n, d_x, st) &&
+             !fmm_cuda_forcesf(gp, NULL, d_f, 1.0, NULL, NULL, st);
+        const double h1 = now();
+        ok = ok && cudaEventRecord(e1, st) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
              cudaEventElapsedTime(&v, e0, e1) == cudaSuccess;
-        if (r >= 0) t[r] = v;
+        if (r >= 0) t[r] = v, th[r] = 1e3 * (h1 - h0);
     }
     if (ok) {
         qsort(t, nr, sizeof(double), cmp);
-        ms = t[nr / 2];
+        qsort(th, nr, sizeof(double), cmp);
+        ms = t[nr / 2], *host_ms = th[nr / 2];
     }
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     if (st) cudaStreamDestroy(st);
     cudaFree(d_x);
-    free(xf), free(t);
+    free(xf), free(t), free(th);
     return ms;
 }
 #endif
@@ -223,7 +231,7 @@ int main(int argc, char **argv) {
                "cpu_s,cpu_threads,rel_phi_gpu_vs_cpu,rel_field_gpu_vs_cpu,rel_energy_gpu_vs_cpu,"
                "reference,rel_phi_ref,rel_force_rms_ref,energy,direct_gpu_ms,"
                "stage_ms_bin_p2p_p2m_m2m_m2l_l2l_l2p_final,rel_virial_gpu_vs_cpu,"
-               "gpu_energy_device_ms,gpu_virial_device_ms,gpu_virial_host_ms,gpu_route_ms\n");
+               "gpu_energy_device_ms,gpu_virial_device_ms,gpu_virial_host_ms,gpu_route_ms,route_host_ms\n");
     if (!in && nuni < 1) return header ? 0 : 2;
     /* the system */
     long n0 = 0;
@@ -277,7 +285,7 @@ int main(int argc, char **argv) {
     fmm_info info;
     fmm_get_info(gp, &info);
     double gvir[9] = {0}, call_ms[3] = {NAN, NAN, NAN}; /* energy, energy + virial, host route */
-    double route_ms = NAN;
+    double route_ms = NAN, route_host_ms = NAN;
 #ifdef FMM_HAVE_CUDA
     if (periodic) {
         const int nv = reps < 20 ? reps : 20;
@@ -299,7 +307,7 @@ int main(int argc, char **argv) {
             call_ms[route] = tv[nv / 2];
         }
         free(tv);
-        route_ms = device_route_ms(gp, n, xyz, d_f, reps);
+        route_ms = device_route_ms(gp, n, xyz, d_f, reps, &route_host_ms);
         cudaFree(d_f);
     }
 #endif
@@ -363,7 +371,8 @@ int main(int argc, char **argv) {
            info.order, info.depth, o.precision == FMM_PRECISION_MIXED ? "mixed" : "double", ms[reps / 2], ms[0], n / (ms[reps / 2] * 1e-3) / 1e6, cpu_s,
            cpu_threads ? cpu_threads : omp_get_max_threads(), rp, rf, re, refkind, ref_phi, ref_force, eg, direct_ms);
     for (int s = 0; s < 8; ++s) printf("%.4f%s", st[s], s < 7 ? ";" : ",");
-    printf("%.3e,%.4f,%.4f,%.4f,%.4f\n", rv, call_ms[0], call_ms[1], call_ms[2], route_ms);
+    printf("%.3e,%.4f,%.4f,%.4f,%.4f,%.4f\n", rv, call_ms[0], call_ms[1], call_ms[2], route_ms,
+           route_host_ms);
     fflush(stdout);
     free(xyz), free(q), free(x0), free(q0), free(phi), free(field), free(ms), free(rphi), free(rfield);
     return 0;
