@@ -22,7 +22,7 @@
 # mixed-precision GROMACS; or double), SYSTEMS (default "24k 100k 1m droplet":
 # the droplet is 3,345 SPC/E atoms in a 10 nm box, systems/water/spce_droplet_r2.gro), MDRUN_ENV
 # (variables for every mdrun, e.g. a bench/trace/cuda_trace.c timeline: CUDA_INJECTION64_PATH=...;
-# it runs in the run's folder).
+# it runs in the run's folder), NTOMP (mdrun -ntomp; default all cores).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
@@ -102,13 +102,13 @@ run_one() { # run_one NAME KIND STEPS   (KIND: pme, fmm, fmm_cpuupdate: the FMM 
         *) flags="-nb gpu -update cpu" ;;
     esac
     # shellcheck disable=SC2086
-    if ! (cd "$dir" && env $route ${MDRUN_ENV:-} timeout 300 $GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -s run.tpr -deffnm md $flags \
+    if ! (cd "$dir" && env $route ${MDRUN_ENV:-} timeout 300 $GMX -quiet mdrun -ntmpi 1 -ntomp "${NTOMP:-$NT}" -s run.tpr -deffnm md $flags \
             -resetstep $((steps / 2)) -noconfout > mdrun.log 2>&1); then
         # should GPU update be refused: retry with CPU update
         if [ "$kind" = fmm ]; then
             flags="-nb gpu -update cpu"
             # shellcheck disable=SC2086
-            (cd "$dir" && env ${MDRUN_ENV:-} timeout 300 $GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -s run.tpr -deffnm md $flags \
+            (cd "$dir" && env ${MDRUN_ENV:-} timeout 300 $GMX -quiet mdrun -ntmpi 1 -ntomp "${NTOMP:-$NT}" -s run.tpr -deffnm md $flags \
                 -resetstep $((steps / 2)) -noconfout > mdrun.log 2>&1) || {
                 echo "$name,,$kind,$steps,,,$flags,mdrun failed" >> "$RES/gpu_nsday.csv"; return; }
         else
