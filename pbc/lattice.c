@@ -170,26 +170,68 @@ int pbc_near_sums(int lmax, double *nre, double *nim) {
     return 0;
 }
 
+/* The force of image n is bilinear in the root multipole: F_a(n) = sum_i v_a,i u_i(n), where v_a
+ * is harm_local_force's gradient with respect to the local expansion u (it is linear in u) and
+ * u_lm(n) = sum_jk (-1)^j I_{l+j,m+k}(n) w_jk is the image's M2L. Collected by L = l + j,
+ * M = m + k, F_a(n) = sum_LM Re(I_LM(n) conj-less H_a,LM) with H_a a convolution of v_a and w
+ * that no image changes: one O(p^4) convolution and 13 O(p^2) tables and contractions (images
+ * n and -n share one), where a dense M2L
+ * matrix per image took 26 O(p^4) builds and products (p 7: ~170 us of host time on every
+ * virial step of a GPU plan). */
 int pbc_near_image_forces(int p, double L, const double *w, double fshift[81]) {
-    const int nc = harm_ncoef(p);
-    double *A = malloc(sizeof(double) * ((size_t)nc * nc + nc));
-    if (!A) return 1;
-    double *u = A + (size_t)nc * nc;
-    for (int code = 0; code < 27; ++code) {
-        if (code == 13) continue;
-        /* image `code` holds the sources shifted by n L: source centre - target centre = n L */
-        const double n[3] = {code % 3 - 1, code / 3 % 3 - 1, code / 9 - 1};
-        harm_m2l_matrix(p, n, A);
-        for (int i = 0; i < nc; ++i) {
-            double s = 0.0;
-            for (int j = 0; j < nc; ++j) s += A[(size_t)i * nc + j] * w[j];
-            u[i] = s;
-        }
+    const int nc = harm_ncoef(p), n2 = harm_ncoef(2 * p);
+    double *buf = calloc((size_t)(3 * nc + 2 * nc + 6 * n2 + 2 * n2), sizeof(double));
+    if (!buf) return 1;
+    double *v = buf, *wr = v + 3 * nc, *wi = wr + nc, *hr = wi + nc, *hi = hr + 3 * n2,
+           *gr = hi + 3 * n2, *gi = gr + n2;
+    /* v_a,i = F_a of the unit local expansion e_i (u is scratch: gr) */
+    for (int i = 0; i < nc; ++i) {
         double F[3];
-        harm_local_force(p, L, u, 1, w, F);
-        for (int a = 0; a < 3; ++a) fshift[3 * code + a] += F[a];
+        gr[i] = 1.0;
+        harm_local_force(p, L, gr, 1, w, F);
+        gr[i] = 0.0;
+        for (int a = 0; a < 3; ++a) v[a * nc + i] = F[a];
     }
-    free(A);
+    /* w as the full complex table (X_{l,-m} = (-1)^m conj X_lm) */
+    for (int l = 0; l <= p; ++l)
+        for (int m = 0; m <= l; ++m) {
+            const double re = w[harm_re(l, m)], im = m ? w[harm_im(l, m)] : 0.0, sg = m & 1 ? -1 : 1;
+            wr[harm_full(l, m)] = re, wi[harm_full(l, m)] = im;
+            wr[harm_full(l, -m)] = sg * re, wi[harm_full(l, -m)] = -sg * im;
+        }
+    /* F_a = sum_{l, m >= 0} v^re_a Re u_lm + v^im_a Im u_lm, Re u = sum (-1)^j (Gr wr - Gi wi),
+       Im u = sum (-1)^j (Gr wi + Gi wr) */
+    for (int l = 0; l <= p; ++l)
+        for (int m = 0; m <= l; ++m) {
+            double vre[3], vim[3];
+            for (int a = 0; a < 3; ++a)
+                vre[a] = v[a * nc + harm_re(l, m)], vim[a] = m ? v[a * nc + harm_im(l, m)] : 0.0;
+            for (int j = 0; j <= p; ++j) {
+                const double sg = j & 1 ? -1.0 : 1.0;
+                for (int k = -j; k <= j; ++k) {
+                    const int b = harm_full(j, k), o = harm_full(l + j, m + k);
+                    for (int a = 0; a < 3; ++a) {
+                        hr[a * n2 + o] += sg * (vre[a] * wr[b] + vim[a] * wi[b]);
+                        hi[a * n2 + o] += sg * (vim[a] * wr[b] - vre[a] * wi[b]);
+                    }
+                }
+            }
+        }
+    /* image `code` holds the sources shifted by n L (source centre - target centre = n L), and
+       image 26 - code those shifted by -n L: I_LM(-n) = (-1)^L I_LM(n) */
+    for (int code = 0; code < 13; ++code) {
+        const double n[3] = {code % 3 - 1, code / 3 % 3 - 1, code / 9 - 1};
+        harm_irregular_full(2 * p, n, gr, gi);
+        for (int a = 0; a < 3; ++a) {
+            double F[2] = {0.0, 0.0}; /* even and odd L */
+            for (int l = 0; l <= 2 * p; ++l)
+                for (int o = l * l; o < (l + 1) * (l + 1); ++o)
+                    F[l & 1] += gr[o] * hr[a * n2 + o] + gi[o] * hi[a * n2 + o];
+            fshift[3 * code + a] += F[0] + F[1];
+            fshift[3 * (26 - code) + a] += F[0] - F[1];
+        }
+    }
+    free(buf);
     return 0;
 }
 

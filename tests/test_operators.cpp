@@ -17,6 +17,7 @@
 #include "core/sort.h"
 #include "m2l/m2l_cpu.h"
 #include "m2l/operators.h"
+#include "pbc/lattice.h"
 
 namespace {
 
@@ -264,6 +265,56 @@ TEST(Translations, M2L_L2L_against_direct) {
 
 // The 316 operators generated from 56 references and reflection signs equal the dense
 // operator of each offset.
+// The periodic virial's image forces of a compact cell (pbc_near_image_forces): the force that
+// each of the 26 nearest images exerts on the cell, from the root multipole, against the direct
+// sum over the charge pairs (within the M2L's truncation) and against the dense M2L matrix of
+// each image contracted by harm_local_force (to rounding).
+TEST(Translations, NearImageForcesMatchDirectSumAndDenseM2L) {
+    std::mt19937_64 g(seed_from_env());
+    const double L = 3.0, c[3] = {0.4, -0.2, 1.1};
+    const Charges s = cluster(g, 60, c, 0.15 * L);
+    double a = 0; // the charges' largest distance from the centre
+    for (size_t i = 0; i < s.q.size(); ++i)
+        a = std::max(a, std::hypot(s.x[i] - c[0], s.y[i] - c[1], s.z[i] - c[2]));
+    for (int p : {7, 12, 16}) {
+        const int nc = harm_ncoef(p);
+        std::vector<double> w(nc, 0.0), A((size_t)nc * nc), u(nc);
+        harm_p2m(p, L, c, (long)s.q.size(), s.x.data(), s.y.data(), s.z.data(), s.q.data(), w.data());
+        double fshift[81] = {0};
+        ASSERT_EQ(pbc_near_image_forces(p, L, w.data(), fshift), 0);
+        double err = 0, err_dense = 0, ref = 0;
+        for (int code = 0; code < 27; ++code) {
+            if (code == 13) continue;
+            const double n[3] = {code % 3 - 1.0, code / 3 % 3 - 1.0, code / 9 - 1.0};
+            double F[3] = {0, 0, 0}, Fd[3];
+            for (size_t i = 0; i < s.q.size(); ++i)
+                for (size_t j = 0; j < s.q.size(); ++j) {
+                    const double d[3] = {s.x[i] - s.x[j] - n[0] * L, s.y[i] - s.y[j] - n[1] * L,
+                                         s.z[i] - s.z[j] - n[2] * L};
+                    const double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                    const double f = s.q[i] * s.q[j] / (r2 * std::sqrt(r2));
+                    for (int k = 0; k < 3; ++k) F[k] += f * d[k];
+                }
+            harm_m2l_matrix(p, n, A.data());
+            for (int i = 0; i < nc; ++i) {
+                u[i] = 0;
+                for (int j = 0; j < nc; ++j) u[i] += A[(size_t)i * nc + j] * w[j];
+            }
+            harm_local_force(p, L, u.data(), 1, w.data(), Fd);
+            for (int k = 0; k < 3; ++k) {
+                err = std::max(err, std::fabs(fshift[3 * code + k] - F[k]));
+                err_dense = std::max(err_dense, std::fabs(fshift[3 * code + k] - Fd[k]));
+                ref = std::max(ref, std::fabs(F[k]));
+            }
+        }
+        // two spheres of radius a, L apart: the expansion converges as (2a / L)^p
+        EXPECT_LT(err / ref, std::pow(2 * a / L, p)) << "p " << p;
+        EXPECT_LT(err_dense / ref, 1e-12) << "p " << p;
+        std::cout << "p " << p << ": max image-force error / max force " << err / ref
+                  << " (bound " << std::pow(2 * a / L, p) << "), against the dense M2L " << err_dense / ref << "\n";
+    }
+}
+
 TEST(M2LOperators, ReflectedReferencesMatchDense) {
     for (int p : {3, 8, 13}) {
         m2l_operators ops;
