@@ -195,7 +195,8 @@ int pbc_near_image_forces(int p, double L, const double *w, double fshift[81]) {
     /* w as the full complex table (X_{l,-m} = (-1)^m conj X_lm) */
     for (int l = 0; l <= p; ++l)
         for (int m = 0; m <= l; ++m) {
-            const double re = w[harm_re(l, m)], im = m ? w[harm_im(l, m)] : 0.0, sg = m & 1 ? -1 : 1;
+            const double re = w[harm_re(l, m)], im = m ? w[harm_im(l, m)] : 0.0,
+                         sg = m & 1 ? -1 : 1;
             wr[harm_full(l, m)] = re, wi[harm_full(l, m)] = im;
             wr[harm_full(l, -m)] = sg * re, wi[harm_full(l, -m)] = -sg * im;
         }

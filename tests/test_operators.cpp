@@ -279,7 +279,8 @@ TEST(Translations, NearImageForcesMatchDirectSumAndDenseM2L) {
     for (int p : {7, 12, 16}) {
         const int nc = harm_ncoef(p);
         std::vector<double> w(nc, 0.0), A((size_t)nc * nc), u(nc);
-        harm_p2m(p, L, c, (long)s.q.size(), s.x.data(), s.y.data(), s.z.data(), s.q.data(), w.data());
+        harm_p2m(p, L, c, (long)s.q.size(), s.x.data(), s.y.data(), s.z.data(), s.q.data(),
+                 w.data());
         double fshift[81] = {0};
         ASSERT_EQ(pbc_near_image_forces(p, L, w.data(), fshift), 0);
         double err = 0, err_dense = 0, ref = 0;
@@ -310,8 +311,9 @@ TEST(Translations, NearImageForcesMatchDirectSumAndDenseM2L) {
         // two spheres of radius a, L apart: the expansion converges as (2a / L)^p
         EXPECT_LT(err / ref, std::pow(2 * a / L, p)) << "p " << p;
         EXPECT_LT(err_dense / ref, 1e-12) << "p " << p;
-        std::cout << "p " << p << ": max image-force error / max force " << err / ref
-                  << " (bound " << std::pow(2 * a / L, p) << "), against the dense M2L " << err_dense / ref << "\n";
+        std::cout << "p " << p << ": max image-force error / max force " << err / ref << " (bound "
+                  << std::pow(2 * a / L, p) << "), against the dense M2L " << err_dense / ref
+                  << "\n";
     }
 }
 
