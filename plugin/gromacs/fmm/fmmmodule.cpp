@@ -606,7 +606,7 @@ public:
             xyz_.resize(3 * static_cast<size_t>(n));
             field_.resize(3 * static_cast<size_t>(n));
             const int nt = opts_.threads;
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if (n >= c_parallelMinAtoms)
             for (int i = 0; i < n; i++)
             {
                 for (int d = 0; d < DIM; d++)
@@ -630,7 +630,7 @@ public:
             // all pairs, periodic, without the excluded pairs (the plan leaves out their minimum
             // images): forces, energy and virial (GROMACS: Xi = -1/2 sum x (x) f = -W/2)
             const ArrayRef<RVec> f = fwv.force_;
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(static) if (n >= c_parallelMinAtoms)
             for (int i = 0; i < n; i++)
             {
                 const double cq = c * p_.charges_[i];
@@ -816,6 +816,11 @@ private:
     FmmHostArray<real>   q_;
     std::unique_ptr<FmmDeviceForces> device_; // forces on the device (deviceForceTarget)
     static constexpr int c_timedCalls = 100;
+    //! Fewer atoms than this are copied on one thread (the library's threshold for its own loops):
+    //! a few microseconds, where a GPU-resident run's idle OpenMP threads have to be woken first
+    //! (suspected in the droplet's virial steps: a 76-97 us host gap before the FMM's first CUDA
+    //! call, bench/results/gromacs_gpu/README.md)
+    static constexpr int c_parallelMinAtoms = 50000;
     bool                 forcesOnHost_ = false;
     bool                 launchLate_   = false; // environment GMX_FMM_LAUNCH_LATE
     int64_t              earlyStep_    = -1;    // the step calculateDeviceForcesEarly() started
