@@ -77,7 +77,8 @@ def median(col, k, b):  # NaN where a build's fmm-gpu-bench has no such column
     v = [float(r[col]) for r in rows if (r['label'], r['precision']) == k and r['build'] == b and r.get(col)]
     return statistics.median(v) if v else float('nan')
 for col, what in (('gpu_ms_median', 'evaluation'), ('gpu_route_ms', 'device route of an MD step'),
-                  ('route_host_ms', 'host time launching that route')):
+                  ('route_host_ms', 'host time launching that route'),
+                  ('gpu_virial_device_ms', 'a call with energy and virial (host-assembled), wall')):
     print(what)
     for k in keys:
         med = [median(col, k, b) for b in names]
