@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """step_timeline.py TRACE.csv [--marker NAME] [--skip N] [--steps N] [--plot OUT.png] [--title T]
+                        [--energy-period N]
 
 Median timeline of one MD step from a bench/trace/cuda_trace.c trace. Steps are cut at the end of
 the kernels whose (mangled) name contains --marker (default "settle": GROMACS's
 GPU update ends each step with SETTLE). For every GPU activity of a step (kernel, memcpy, memset;
 the n-th of a name in a step is its own row) and for the runtime calls of the thread that makes
 most of them, the median start and end after the step's start, and its stream, over the steps
-after the first --skip (default: half). Prints a table sorted by start; with --plot, a picture of
-three consecutive steps, one lane per stream and one for the CPU's runtime calls.
+after the first --skip (default: half). Prints the step times by kind (normal, pair search, and
+every --energy-period'th: default 100, GROMACS's nstcalcenergy) and a table sorted by start; with
+--plot, a picture of three consecutive steps, one lane per stream and one for the CPU's runtime
+calls.
 """
 import argparse
 import collections
@@ -47,6 +50,7 @@ def main():
     ap.add_argument('--steps', type=int, default=0)
     ap.add_argument('--plot')
     ap.add_argument('--title', default='')
+    ap.add_argument('--energy-period', type=int, default=100)
     a = ap.parse_args()
 
     gpu, api, ends = [], [], []
@@ -99,6 +103,18 @@ def main():
     nsteps = len(periods)
     print(f'{a.title or a.trace}: {nsteps} steps, period median {statistics.median(periods) / 1e3:.1f} us '
           f'(10%..90%: {sorted(periods)[nsteps // 10] / 1e3:.1f}..{sorted(periods)[9 * nsteps // 10] / 1e3:.1f})')
+    # the steps by kind: slow ones (more than 3x the median) are GROMACS's pair-search steps; the
+    # energy / virial steps come every --energy-period steps: the residue with the slowest median
+    med = statistics.median(periods)
+    slow = [x for x in periods if x > 3 * med]
+    fast = [x for x in periods if x <= 3 * med]
+    E = a.energy_period
+    by_res = [periods[r::E] for r in range(E)]
+    emed = max(statistics.median(v) for v in by_res if v)
+    if slow:
+        print(f'  normal steps: {len(fast)}, median {statistics.median(fast) / 1e3:.1f} us; slow (pair search) '
+              f'steps: {len(slow)}, median {statistics.median(slow) / 1e3:.1f} us; every {E}th step (energy): '
+              f'median {emed / 1e3:.1f} us; mean over all {statistics.mean(periods) / 1e3:.1f} us')
     print(f'{"where":5} {"stream":>6} {"start":>7} {"end":>7} {"dur":>6} {"in":>5}  name   (us after the step start; medians)')
     table = []
     for (what, n, st, k), v in rows.items():
