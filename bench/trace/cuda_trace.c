@@ -49,8 +49,8 @@ static void write_record(const CUpti_Activity *r) {
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)r;
         fprintf(out, "memset,%llub,%llu,%llu,%u,%u,%u,\n", (unsigned long long)m->bytes,
-                (unsigned long long)m->start, (unsigned long long)m->end, m->streamId,
-                m->graphId, m->correlationId);
+                (unsigned long long)m->start, (unsigned long long)m->end, m->streamId, m->graphId,
+                m->correlationId);
         break;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME: {
