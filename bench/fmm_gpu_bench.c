@@ -159,7 +159,8 @@ static double device_route_ms(fmm_plan *gp, long n, const double *xyz, float *d_
         ok = ok && !fmm_cuda_setptsf(gp, n, d_x, st) &&
              !fmm_cuda_forcesf(gp, NULL, d_f, 1.0, NULL, NULL, st);
         const double h1 = now();
-        ok = ok && cudaEventRecord(e1, st) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+        ok = ok && cudaEventRecord(e1, st) == cudaSuccess &&
+             cudaEventSynchronize(e1) == cudaSuccess &&
              cudaEventElapsedTime(&v, e0, e1) == cudaSuccess;
         if (r >= 0) t[r] = v, th[r] = 1e3 * (h1 - h0);
     }
@@ -231,7 +232,8 @@ int main(int argc, char **argv) {
                "cpu_s,cpu_threads,rel_phi_gpu_vs_cpu,rel_field_gpu_vs_cpu,rel_energy_gpu_vs_cpu,"
                "reference,rel_phi_ref,rel_force_rms_ref,energy,direct_gpu_ms,"
                "stage_ms_bin_p2p_p2m_m2m_m2l_l2l_l2p_final,rel_virial_gpu_vs_cpu,"
-               "gpu_energy_device_ms,gpu_virial_device_ms,gpu_virial_host_ms,gpu_route_ms,route_host_ms\n");
+               "gpu_energy_device_ms,gpu_virial_device_ms,gpu_virial_host_ms,gpu_route_ms,"
+               "route_host_ms\n");
     if (!in && nuni < 1) return header ? 0 : 2;
     /* the system */
     long n0 = 0;
