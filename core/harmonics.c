@@ -90,6 +90,15 @@ void harm_regular_full(int p, const double v[3], double *fre, double *fim) {
     tri_to_full(p, re, im, fre, fim);
 }
 
+void harm_real_to_full(int p, const double *x, double *re, double *im) {
+    for (int l = 0; l <= p; ++l)
+        for (int m = 0; m <= l; ++m) {
+            const double r = x[harm_re(l, m)], c = m ? x[harm_im(l, m)] : 0.0, sg = m & 1 ? -1 : 1;
+            re[harm_full(l, m)] = r, im[harm_full(l, m)] = c;
+            re[harm_full(l, -m)] = sg * r, im[harm_full(l, -m)] = -sg * c;
+        }
+}
+
 void harm_irregular_full(int p, const double v[3], double *fre, double *fim) {
     double re[TRI_MAX], im[TRI_MAX];
     irregular_tri(p, v[0], v[1], v[2], re, im);

@@ -36,6 +36,9 @@ static inline int harm_full(int l, int m) { return l * l + l + m; }
 /* Full tables X_lm = re + i im, l <= p, m = -l..l, at v (index harm_full). */
 void harm_regular_full(int p, const double v[3], double *re, double *im);
 void harm_irregular_full(int p, const double v[3], double *re, double *im);
+/* The full table (index harm_full, m = -l..l) of an expansion x in the real layout, by
+ * X_{l,-m} = (-1)^m conj X_lm. */
+void harm_real_to_full(int p, const double *x, double *re, double *im);
 
 /* Multipole of charges about a centre, scaled by 1/h^l: w += sum q R((x - c)/h).
  * x, y, z, q: n particles (structure of arrays). */

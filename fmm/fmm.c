@@ -712,12 +712,7 @@ static void periodic_virial(int p, double L, int tinfoil, const double *w, const
     }
     /* C_LM from the full complex root multipole */
     double wr[HARM_NPAD_MAX], wi[HARM_NPAD_MAX];
-    for (int l = 0; l <= p; ++l)
-        for (int m = 0; m <= l; ++m) {
-            double re = w[harm_re(l, m)], im = m ? w[harm_im(l, m)] : 0.0, sg = m & 1 ? -1 : 1;
-            wr[harm_full(l, m)] = re, wi[harm_full(l, m)] = im;
-            wr[harm_full(l, -m)] = sg * re, wi[harm_full(l, -m)] = -sg * im;
-        }
+    harm_real_to_full(p, w, wr, wi);
     double *cr = calloc(2 * (size_t)n2, sizeof(double));
     if (cr) {
         double *ci = cr + n2;

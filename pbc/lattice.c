@@ -173,11 +173,11 @@ int pbc_near_sums(int lmax, double *nre, double *nim) {
 /* The force of image n is bilinear in the root multipole: F_a(n) = sum_i v_a,i u_i(n), where v_a
  * is harm_local_force's gradient with respect to the local expansion u (it is linear in u) and
  * u_lm(n) = sum_jk (-1)^j I_{l+j,m+k}(n) w_jk is the image's M2L. Collected by L = l + j,
- * M = m + k, F_a(n) = sum_LM Re(I_LM(n) conj-less H_a,LM) with H_a a convolution of v_a and w
- * that no image changes: one O(p^4) convolution and 13 O(p^2) tables and contractions (images
- * n and -n share one), where a dense M2L
- * matrix per image took 26 O(p^4) builds and products (p 7: ~170 us of host time on every
- * virial step of a GPU plan). */
+ * M = m + k: F_a(n) = sum_LM (Re I_LM(n) Hr_a,LM + Im I_LM(n) Hi_a,LM), with H_a a convolution
+ * of v_a and w that no image changes. So one O(p^4) convolution and 13 O(p^2) tables and
+ * contractions (images n and -n share one), where a dense M2L matrix per image took 26 O(p^4)
+ * builds and products (p 7: 160 -> 22 us on the development machine; this runs on the host on
+ * every virial step of a GPU plan). */
 int pbc_near_image_forces(int p, double L, const double *w, double fshift[81]) {
     const int nc = harm_ncoef(p), n2 = harm_ncoef(2 * p);
     double *buf = calloc((size_t)(3 * nc + 2 * nc + 6 * n2 + 2 * n2), sizeof(double));
@@ -192,14 +192,7 @@ int pbc_near_image_forces(int p, double L, const double *w, double fshift[81]) {
         gr[i] = 0.0;
         for (int a = 0; a < 3; ++a) v[a * nc + i] = F[a];
     }
-    /* w as the full complex table (X_{l,-m} = (-1)^m conj X_lm) */
-    for (int l = 0; l <= p; ++l)
-        for (int m = 0; m <= l; ++m) {
-            const double re = w[harm_re(l, m)], im = m ? w[harm_im(l, m)] : 0.0,
-                         sg = m & 1 ? -1 : 1;
-            wr[harm_full(l, m)] = re, wi[harm_full(l, m)] = im;
-            wr[harm_full(l, -m)] = sg * re, wi[harm_full(l, -m)] = -sg * im;
-        }
+    harm_real_to_full(p, w, wr, wi);
     /* F_a = sum_{l, m >= 0} v^re_a Re u_lm + v^im_a Im u_lm, Re u = sum (-1)^j (Gr wr - Gi wi),
        Im u = sum (-1)^j (Gr wi + Gi wr) */
     for (int l = 0; l <= p; ++l)

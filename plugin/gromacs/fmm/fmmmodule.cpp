@@ -816,8 +816,9 @@ private:
     FmmHostArray<real>   q_;
     std::unique_ptr<FmmDeviceForces> device_; // forces on the device (deviceForceTarget)
     static constexpr int c_timedCalls = 100;
-    //! Fewer atoms than this are copied on one thread (the library's threshold for its own loops):
-    //! a few microseconds, where a GPU-resident run's idle OpenMP threads have to be woken first
+    //! Below this many atoms the module's host loops over them (positions in, forces out) run on
+    //! one thread (the library's threshold for its own loops): a few microseconds, where a
+    //! GPU-resident run's idle OpenMP threads have to be woken first
     //! (suspected in the droplet's virial steps: a 76-97 us host gap before the FMM's first CUDA
     //! call, bench/results/gromacs_gpu/README.md)
     static constexpr int c_parallelMinAtoms = 50000;
