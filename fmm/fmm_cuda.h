@@ -93,8 +93,8 @@ int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e);
 int fmm_gpu_time(fmm_gpu *g, int reps, double *ms);
 
 /* Mean time of each stage over `reps` evaluations run stage by stage on one stream (no graph,
- * no overlap): ms[FMM_GPU_NSTAGE] = bin+sort+gather, P2P, P2M (with the cell's moments), M2M,
- * lattice+M2L, L2L, L2P with the corrections and outputs (one kernel), excluded pairs and the
+ * no overlap): ms[FMM_GPU_NSTAGE] = bin+sort+gather, P2P with the excluded pairs, P2M (with the
+ * cell's moments), M2M, lattice+M2L, L2L, L2P with the corrections and outputs (one kernel), the
  * device route's forces. */
 #define FMM_GPU_NSTAGE 8
 int fmm_gpu_stage_times(fmm_gpu *g, int reps, double *ms);

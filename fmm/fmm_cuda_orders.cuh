@@ -319,8 +319,9 @@ __global__ void __launch_bounds__(128)
 /* One warp per leaf (depth 0: per 32 particles): at each particle the far field of the leaf's
  * local expansion plus the near field (near[4][n], the P2P's) and, periodic, the cell's
  * corrections (a charged cell's neutralising background, tinfoil's dipole term), written to out
- * in caller order (perm: phi[n], then the field [n][3]); the blocks' energy and virial sums go
- * into red. In two passes instead: with far_out, the far field only, to far_out[4][n] (tree
+ * in caller order (perm: phi[n], then the field [n][3]) less the excluded pairs' terms (xterm,
+ * caller atoms below nx); the blocks' energy and virial sums, which k_exclusions corrects itself,
+ * go into red. In two passes instead: with far_out, the far field only, to far_out[4][n] (tree
  * order); then with far_in, the rest, the far field taken from there. (Apart, L2P and the outputs
  * took 110 + 105 us for 1M particles on an H100, p 7, against 119 us together: the far field went
  * out to memory and back.) Up to p 10 at most 168 registers in double (3
@@ -334,8 +335,8 @@ __global__ void __launch_bounds__(128, sizeof(particle_real<P, T>) == 4 ? 4 : (P
           int depth, int periodic, int tinfoil, const double *__restrict__ geom,
           const double *__restrict__ U, const double *__restrict__ far_in,
           double *__restrict__ far_out, const int *__restrict__ perm,
-          const double *__restrict__ near, long n, double *__restrict__ red,
-          double *__restrict__ out) {
+          const double *__restrict__ near, long n, const double *__restrict__ xterm, long nx,
+          double *__restrict__ red, double *__restrict__ out) {
     using R = particle_real<P, T>;
     constexpr int NC = hd_ncoef(P);
     const p2p_rec<T> *pk = (const p2p_rec<T> *)pkv;
@@ -395,8 +396,9 @@ __global__ void __launch_bounds__(128, sizeof(particle_real<P, T>) == 4 ? 4 : (P
         }
         ph += k0 - kd * (D[0] * Y[0] + D[1] * Y[1] + D[2] * Y[2]);
         for (int d = 0; d < 3; ++d) E[d] += kd * D[d];
-        out[j] = ph;
-        for (int d = 0; d < 3; ++d) out[n + 3 * j + d] = E[d];
+        const bool x = xterm && j < nx;
+        out[j] = x ? ph - xterm[j] : ph;
+        for (int d = 0; d < 3; ++d) out[n + 3 * j + d] = x ? E[d] - xterm[nx + 3 * j + d] : E[d];
         const double q = r.q;
         v[0] += 0.5 * q * ph;
         for (int a = 0; a < 3; ++a)
@@ -661,7 +663,7 @@ struct order_kernels {
                    const double *, double *, double *, int);
     void (*l2p[2])(const void *, const int *, const int *, int, int, int, const double *,
                    const double *, const double *, double *, const int *, const double *, long,
-                   double *, double *);
+                   const double *, long, double *, double *);
     void (*m2m)(const double *, int, const double *, double *);
     void (*l2l)(const double *, int, const double *, double *);
     void (*images)(const double *, const double *, const int *, int, const double *, const double *, double *);

@@ -194,7 +194,8 @@ int fmm_cuda_time_replays(fmm_plan *plan, int reps, double *ms);
 
 /* CUDA plans, for profiling: mean time (ms) of each stage over `reps` evaluations run stage by
  * stage on one stream (no graph, no overlap of near and far field), ms[8] = binning (sort and
- * gather), P2P, P2M, M2M, lattice + M2L, L2L, L2P, corrections + outputs. */
+ * gather), P2P with the excluded pairs, P2M, M2M, lattice + M2L, L2L, L2P with the corrections
+ * and outputs, the device route's forces (for an MD code's device-resident step). */
 int fmm_cuda_stage_times(fmm_plan *plan, int reps, double *ms);
 
 /* All-pairs direct sum (open boundary) on the GPU, double precision: phi (n) and field (3n)

@@ -22,7 +22,8 @@
 # mixed-precision GROMACS; or double), SYSTEMS (default "24k 100k 1m droplet":
 # the droplet is 3,345 SPC/E atoms in a 10 nm box, systems/water/spce_droplet_r2.gro), MDRUN_ENV
 # (variables for every mdrun, e.g. a bench/trace/cuda_trace.c timeline: CUDA_INJECTION64_PATH=...;
-# it runs in the run's folder), NTOMP (mdrun -ntomp; default all cores).
+# it runs in the run's folder), NTOMP (mdrun -ntomp; default all cores), GMX (a gmx built before:
+# no build).
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
@@ -42,20 +43,25 @@ log() { echo "== gpu.sh: $*" | tee -a "$RES/gpu.log"; }
 TARBALL=$REPO/build-gromacs/src/gromacs_2022.5.orig.tar.gz
 [ -f "$TARBALL" ] || { log "missing $TARBALL (carry it)"; exit 1; }
 
-# 1. build (no apt: the machine has no internet; ccache if present)
-log "building GROMACS + FMM (CUDA)"
-t0=$(date +%s)
-# the device image has no FFTW3: GROMACS's bundled fftpack (PME itself runs on the GPU, cuFFT)
-[ -f /usr/include/fftw3.h ] || export GMX_FFT=fftpack
-if ! FMM_GMX_WORK=$WORK/build SKIP_APT=1 plugin/build-gromacs.sh "$WORK/gmx" --cuda --jobs "$NT" \
-        --tarball "$TARBALL" > "$RES/build.log" 2>&1; then
-    tail -40 "$RES/build.log"
-    cp "$WORK"/build/configure-cuda.log "$WORK"/build/make-cuda.log "$RES/" 2>/dev/null
-    log "build failed"
-    exit 1
+# 1. build (no apt: the machine has no internet; ccache if present), unless GMX names a gmx built
+# before (an A/B of two builds: copy one's install folder aside, build the other)
+if [ -n "${GMX:-}" ]; then
+    log "using $GMX"
+else
+    log "building GROMACS + FMM (CUDA)"
+    t0=$(date +%s)
+    # the device image has no FFTW3: GROMACS's bundled fftpack (PME itself runs on the GPU, cuFFT)
+    [ -f /usr/include/fftw3.h ] || export GMX_FFT=fftpack
+    if ! FMM_GMX_WORK=$WORK/build SKIP_APT=1 plugin/build-gromacs.sh "$WORK/gmx" --cuda --jobs "$NT" \
+            --tarball "$TARBALL" > "$RES/build.log" 2>&1; then
+        tail -40 "$RES/build.log"
+        cp "$WORK"/build/configure-cuda.log "$WORK"/build/make-cuda.log "$RES/" 2>/dev/null
+        log "build failed"
+        exit 1
+    fi
+    log "built in $(( $(date +%s) - t0 )) s"
+    GMX=$WORK/gmx/bin/gmx
 fi
-log "built in $(( $(date +%s) - t0 )) s"
-GMX=$WORK/gmx/bin/gmx
 export GMXLIB=$WORK/gmx/share/gromacs/top
 
 # 2. systems
