@@ -6,11 +6,14 @@
  * the FMM's route launch holds the host 0.011-0.016 ms per step, standalone 0.002
  * (bench/results/gromacs_gpu/README.md, "The host's launch of the FMM").
  *
- *   nvcc -O2 -arch=native bench/trace/graph_launch_probe.cu -o graph_launch_probe &&
- * ./graph_launch_probe
+ *   nvcc -O2 -std=c++17 -arch=sm_90 bench/trace/graph_launch_probe.cu -o graph_launch_probe
+ *   ./graph_launch_probe
  *
  * Graphs: "wide", 15 nodes captured over three streams like the route (two memsets, a fork to
- * two side lanes, a join), and "one", a single kernel. Medians over 200 launches, us.
+ * two side lanes, a join), and "one", a single kernel. Medians over 200 launches, us. Also: the
+ * main thread's kernel launches while a second thread launches graphs, and alone. On an H200
+ * (bench/results/gromacs_gpu/graph_launch_probe_h200.txt) every condition gave 3.3-3.4 us for
+ * the wide graph: none of them explains mdrun's figure.
  */
 #include <algorithm>
 #include <atomic>
@@ -130,7 +133,8 @@ int main() {
         std::printf("%-32s %12.2f %15.2f %9.2f\n", conds[c], med[0], med[1], med[2]);
     }
     // two host threads: kernels launched here while another thread launches the wide graph into
-    // its own stream (does the driver serialise them? build-ab/launch_thread.patch relies on not)
+    // its own stream (does the driver serialise them? A module that launches from a thread of its
+    // own relies on it not doing so)
     {
         cudaStream_t so;
         CK(cudaStreamCreateWithFlags(&so, cudaStreamNonBlocking));
@@ -143,28 +147,26 @@ int main() {
                 graphs++;
             }
         });
-        std::vector<double> t;
-        for (int r = 0; r < 2000; ++r) {
-            const double t0 = now_us();
-            k_small<<<b, 256, 0, st>>>(a + 3 * n, 64);
-            t.push_back(now_us() - t0);
-            if (r % 50 == 0) CK(cudaStreamSynchronize(st));
-        }
+        // host time of 2000 kernel launches, sorted
+        auto kernel_launches = [&] {
+            std::vector<double> t;
+            for (int r = 0; r < 2000; ++r) {
+                const double t0 = now_us();
+                k_small<<<b, 256, 0, st>>>(a + 3 * n, 64);
+                t.push_back(now_us() - t0);
+                if (r % 50 == 0) cudaStreamSynchronize(st);
+            }
+            std::sort(t.begin(), t.end());
+            return t;
+        };
+        const std::vector<double> t = kernel_launches();
         stop = true;
         other.join();
-        std::sort(t.begin(), t.end());
         std::printf(
             "%-32s kernel launch median %.2f us, p90 %.2f us (%ld graphs launched meanwhile)\n",
             "another thread launching graphs", t[t.size() / 2], t[t.size() * 9 / 10],
             graphs.load());
-        std::vector<double> t2;
-        for (int r = 0; r < 2000; ++r) {
-            const double t0 = now_us();
-            k_small<<<b, 256, 0, st>>>(a + 3 * n, 64);
-            t2.push_back(now_us() - t0);
-            if (r % 50 == 0) CK(cudaStreamSynchronize(st));
-        }
-        std::sort(t2.begin(), t2.end());
+        const std::vector<double> t2 = kernel_launches();
         std::printf("%-32s kernel launch median %.2f us, p90 %.2f us\n", "the same, alone",
                     t2[t2.size() / 2], t2[t2.size() * 9 / 10]);
     }
