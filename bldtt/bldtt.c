@@ -138,7 +138,7 @@ static int check_opts(const bldtt_opts *o) {
     if (o->degree < 0 || o->degree > BLDTT_DEGREE_MAX) return FMM_ERR_PARAM;
     if (o->leaf_size < 0 || o->leaf_size > BLDTT_LEAF_MAX) return FMM_ERR_PARAM;
     if (o->method != BLDTT_METHOD_DTT && o->method != BLDTT_METHOD_BLTC) return FMM_ERR_PARAM;
-    if (o->threads < 0) return FMM_ERR_THREADS;
+    if (o->threads < 0 || o->threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     return check_device(o->device);
 }
 
@@ -680,7 +680,7 @@ int bldtt_direct_subset(const bldtt_opts *o, long ns, const double *src, const d
     if (!o || !src || !q || (!phi && !grad) || (m > 0 && !idx)) return FMM_ERR_ARG;
     int rc = check_kernel(o->kernel, o->param);
     if (rc) return rc;
-    if (o->threads < 0) return FMM_ERR_THREADS;
+    if (o->threads < 0 || o->threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     if (ns < 1 || (trg && nt < 1) || m < 0) return FMM_ERR_NPTS;
     long ntt = trg ? nt : ns;
     for (long k = 0; k < m; ++k)

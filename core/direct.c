@@ -30,7 +30,7 @@ int fmm_direct(long n, const double *xyz, const double *q, double *phi, double *
                double *energy, double *virial, int threads) {
     if (n < 1) return FMM_ERR_NPTS;
     if (!xyz || !q) return FMM_ERR_ARG;
-    if (threads < 0) return FMM_ERR_THREADS;
+    if (threads < 0 || threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     for (long i = 0; i < 3 * n; ++i)
         if (!isfinite(xyz[i])) return FMM_ERR_NONFINITE;
     for (long i = 0; i < n; ++i)
@@ -78,7 +78,7 @@ int fmm_direct_targets(long n, const double *xyz, const double *q, long m, const
                        double *phi, double *field, int threads) {
     if (n < 1 || m < 0) return FMM_ERR_NPTS;
     if (!xyz || !q || (m > 0 && !targets)) return FMM_ERR_ARG;
-    if (threads < 0) return FMM_ERR_THREADS;
+    if (threads < 0 || threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     for (long i = 0; i < m; ++i)
         if (targets[i] < 0 || targets[i] >= n) return FMM_ERR_ARG;
     for (long i = 0; i < 3 * n; ++i)

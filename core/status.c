@@ -16,7 +16,7 @@ const char *fmm_strerror(int status) {
     case FMM_ERR_NOMEM: return "out of memory";
     case FMM_ERR_NOPTS: return "no particles set: call fmm_setpts first";
     case FMM_ERR_DEVICE: return "CUDA device requested, but the library was built without CUDA or no CUDA device is usable";
-    case FMM_ERR_THREADS: return "thread count must be >= 0";
+    case FMM_ERR_THREADS: return "thread count out of range [0 (OpenMP default), 1024]";
     case FMM_ERR_BOUNDARY: return "invalid boundary option, or vacuum boundary with a net charge";
     case FMM_ERR_UNSUPPORTED: return "not supported in this configuration";
     case FMM_ERR_PARAM: return "solver parameter out of range (see the solver's header)";

@@ -22,7 +22,7 @@ const char *fgt_strerror(int status) { return fmm_strerror(status); }
 
 static int check_opts(const fgt_opts *o) {
     if (!(o->tolerance >= FGT_TOL_MIN && o->tolerance <= FGT_TOL_MAX)) return FMM_ERR_TOLERANCE;
-    if (o->threads < 0) return FMM_ERR_THREADS;
+    if (o->threads < 0 || o->threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     if (o->device != FMM_DEVICE_CPU && o->device != FMM_DEVICE_CUDA) return FMM_ERR_ARG;
     if (!(o->box_side == 0 || (o->box_side >= 0.125 && o->box_side <= 8))) return FMM_ERR_PARAM;
     if (o->force_mode < FGT_MODE_AUTO || o->force_mode > FGT_MODE_H2T) return FMM_ERR_PARAM;
@@ -702,7 +702,7 @@ int fgt_direct(int dim, double h, long ns, const double *src, const double *q, l
     if (!src || !q || !g) return FMM_ERR_ARG;
     if (!trg) trg = src, nt = ns;
     if (ns < 1 || nt < 1) return FMM_ERR_NPTS;
-    if (threads < 0) return FMM_ERR_THREADS;
+    if (threads < 0 || threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     for (long i = 0; i < ns * dim; ++i)
         if (!isfinite(src[i])) return FMM_ERR_NONFINITE;
     for (long i = 0; i < nt * dim; ++i)

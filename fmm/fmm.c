@@ -71,7 +71,7 @@ static int check_opts(const fmm_opts *o) {
     if (o->order != 0 && (o->order < FMM_ORDER_MIN || o->order > FMM_ORDER_MAX)) return FMM_ERR_ORDER;
     if (o->depth < -1 || o->depth > FMM_DEPTH_MAX) return FMM_ERR_DEPTH;
     if (o->leaf_size < 0 || o->leaf_size > FMM_LEAF_MAX) return FMM_ERR_LEAF;
-    if (o->threads < 0) return FMM_ERR_THREADS;
+    if (o->threads < 0 || o->threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     if (o->boundary != FMM_BOUNDARY_TINFOIL && o->boundary != FMM_BOUNDARY_VACUUM)
         return FMM_ERR_BOUNDARY;
     if (o->device != FMM_DEVICE_CPU && o->device != FMM_DEVICE_CUDA) return FMM_ERR_ARG;

@@ -41,7 +41,7 @@ enum fmm_status {
     FMM_ERR_NOMEM,      /* out of memory */
     FMM_ERR_NOPTS,      /* fmm_execute before a successful fmm_setpts */
     FMM_ERR_DEVICE,     /* CUDA requested but not built in, or no usable CUDA device */
-    FMM_ERR_THREADS,    /* negative thread count */
+    FMM_ERR_THREADS,    /* thread count outside [0, FMM_THREADS_MAX] */
     FMM_ERR_BOUNDARY,   /* boundary option invalid, or vacuum with net charge */
     FMM_ERR_UNSUPPORTED, /* not available in this configuration (the RBF series mat-vec on CUDA) */
     FMM_ERR_PARAM,      /* solver parameter out of range (bandwidth, kernel parameter, shape, MAC...) */
@@ -58,6 +58,10 @@ enum fmm_status {
 #define FMM_ORDER_MAX 50
 #define FMM_DEPTH_MAX 20
 #define FMM_LEAF_MAX 4096
+/* OpenMP thread counts above this are refused (FMM_ERR_THREADS): libgomp crashes or exits the
+ * process when asked for tens of thousands of threads, and no machine the library targets has
+ * more hardware threads than this. */
+#define FMM_THREADS_MAX 1024
 
 enum fmm_device { FMM_DEVICE_CPU = 0, FMM_DEVICE_CUDA = 1 };
 enum fmm_boundary { FMM_BOUNDARY_TINFOIL = 0, FMM_BOUNDARY_VACUUM = 1 };

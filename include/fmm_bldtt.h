@@ -116,7 +116,7 @@ void bldtt_default_opts(bldtt_opts *opts);
 
 /* Checks and copies the options. Errors: FMM_ERR_ARG (opts or plan NULL), FMM_ERR_PARAM
  * (kernel, param, theta, degree, leaf_size or method out of range), FMM_ERR_THREADS
- * (threads < 0), FMM_ERR_DEVICE (CUDA asked for but not built in or no device), FMM_ERR_NOMEM.
+ * (threads outside [0, FMM_THREADS_MAX]), FMM_ERR_DEVICE (CUDA asked for but not built in or no device), FMM_ERR_NOMEM.
  * On failure *plan = NULL. */
 int bldtt_makeplan(const bldtt_opts *opts, bldtt_plan **plan);
 

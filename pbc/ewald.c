@@ -29,7 +29,7 @@ int fmm_ewald(long n, const double *xyz, const double *q, const double box[3], d
     if (n < 1) return FMM_ERR_NPTS;
     if (!xyz || !q || !box) return FMM_ERR_ARG;
     if (!(tol >= FMM_TOL_MIN && tol <= FMM_TOL_MAX)) return FMM_ERR_TOLERANCE;
-    if (threads < 0) return FMM_ERR_THREADS;
+    if (threads < 0 || threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     double *x = malloc(sizeof(double) * 3 * (size_t)n), *out = calloc(4 * (size_t)n, sizeof(double));
     if (!x || !out) {
         free(x), free(out);

@@ -44,7 +44,7 @@ static int check_opts(const fmm_rbf_opts *o) {
     if (o->matvec < FMM_RBF_MATVEC_AUTO || o->matvec > FMM_RBF_MATVEC_BLDTT) return FMM_ERR_PARAM;
     if (!(o->series_tol == 0 || (o->series_tol > 0 && o->series_tol <= 1e-2))) return FMM_ERR_PARAM;
     if (o->mixed_precision != 0 && o->mixed_precision != 1) return FMM_ERR_PARAM;
-    if (o->threads < 0) return FMM_ERR_THREADS;
+    if (o->threads < 0 || o->threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     if (o->device != FMM_DEVICE_CPU && o->device != FMM_DEVICE_CUDA) return FMM_ERR_DEVICE;
     if (o->device == FMM_DEVICE_CUDA) {
 #ifdef FMM_HAVE_CUDA

@@ -271,7 +271,7 @@ TEST(Makeplan, LeafSize) {
 
 TEST(Makeplan, Threads) {
     fmm_opts o = defaults();
-    for (int t : {-1, -2, INT_MIN}) {
+    for (int t : {-1, -2, INT_MIN, FMM_THREADS_MAX + 1, 100000, INT_MAX}) {
         o.threads = t;
         expect_makeplan_fails(o, nullptr, FMM_ERR_THREADS, ("threads " + std::to_string(t)).c_str());
     }
@@ -1376,6 +1376,8 @@ TEST(Direct, BadInput) {
     EXPECT_EQ(call(s.n, nullptr, s.q.data(), 0), FMM_ERR_ARG);
     EXPECT_EQ(call(s.n, s.xyz.data(), nullptr, 0), FMM_ERR_ARG);
     EXPECT_EQ(call(s.n, s.xyz.data(), s.q.data(), -1), FMM_ERR_THREADS);
+    EXPECT_EQ(call(s.n, s.xyz.data(), s.q.data(), 100000), FMM_ERR_THREADS);
+    EXPECT_EQ(call(s.n, s.xyz.data(), s.q.data(), INT_MAX), FMM_ERR_THREADS);
     System t = s;
     t.xyz[7] = kNaN;
     EXPECT_EQ(call(t.n, t.xyz.data(), t.q.data(), 0), FMM_ERR_NONFINITE);
@@ -1442,6 +1444,7 @@ TEST(Direct, Targets) {
     EXPECT_EQ(call(s.n, s.xyz.data(), nullptr, m, idx.data(), 0), FMM_ERR_ARG);
     EXPECT_EQ(call(s.n, s.xyz.data(), s.q.data(), m, nullptr, 0), FMM_ERR_ARG);
     EXPECT_EQ(call(s.n, s.xyz.data(), s.q.data(), m, idx.data(), -1), FMM_ERR_THREADS);
+    EXPECT_EQ(call(s.n, s.xyz.data(), s.q.data(), m, idx.data(), 100000), FMM_ERR_THREADS);
     for (long bad : {-1L, s.n, LONG_MAX}) {
         std::vector<long> t = idx;
         t[3] = bad;

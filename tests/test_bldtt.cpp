@@ -6,6 +6,7 @@
 // below is the method's accuracy, not agreement with itself.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -431,6 +432,8 @@ TEST(Bldtt, BadInputRejected) {
     b = o, b.leaf_size = BLDTT_LEAF_MAX + 1, bad(b, FMM_ERR_PARAM, "leaf big");
     b = o, b.method = 2, bad(b, FMM_ERR_PARAM, "method");
     b = o, b.threads = -1, bad(b, FMM_ERR_THREADS, "threads");
+    b = o, b.threads = 100000, bad(b, FMM_ERR_THREADS, "threads 100000");
+    b = o, b.threads = INT_MAX, bad(b, FMM_ERR_THREADS, "threads INT_MAX");
     b = o, b.device = 7, bad(b, FMM_ERR_PARAM, "device 7");
     b = o, b.kernel = BLDTT_REGULARIZED, b.param = 0, bad(b, FMM_ERR_PARAM, "eps 0");
     b = o, b.kernel = BLDTT_SINC, b.param = -1, bad(b, FMM_ERR_PARAM, "sinc -1");

@@ -9,6 +9,7 @@
 // against the CPU where a device exists.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -299,8 +300,10 @@ TEST(Fgt, RejectsBadPlanArguments) {
         EXPECT_EQ(fgt_makeplan(3, 0.1, &o, &p), FMM_ERR_TOLERANCE) << tol;
     }
     fgt_default_opts(&o);
-    o.threads = -1;
-    EXPECT_EQ(fgt_makeplan(3, 0.1, &o, &p), FMM_ERR_THREADS);
+    for (int t : {-1, FMM_THREADS_MAX + 1, 100000, INT_MAX}) {
+        o.threads = t;
+        EXPECT_EQ(fgt_makeplan(3, 0.1, &o, &p), FMM_ERR_THREADS) << t;
+    }
     for (double side : {-1.0, 0.1, 9.0, kNaN}) {
         fgt_default_opts(&o);
         o.box_side = side;
@@ -369,6 +372,7 @@ TEST(Fgt, RejectsBadPointsAndWeightsPlanIntact) {
     EXPECT_EQ(fgt_direct(dim, 0.1, 0, x.data(), q.data(), nt, y.data(), g.data(), 0), FMM_ERR_NPTS);
     EXPECT_EQ(fgt_direct(dim, 0.1, ns, nullptr, q.data(), nt, y.data(), g.data(), 0), FMM_ERR_ARG);
     EXPECT_EQ(fgt_direct(dim, 0.1, ns, x.data(), q.data(), nt, y.data(), g.data(), -1), FMM_ERR_THREADS);
+    EXPECT_EQ(fgt_direct(dim, 0.1, ns, x.data(), q.data(), nt, y.data(), g.data(), 100000), FMM_ERR_THREADS);
 }
 
 // A larger 3-D case in the benchmark's regime (N = 1.2e4, tolerance 1e-6).

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -623,8 +624,10 @@ TEST(RbfApi, RejectsBadInput) {
         EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
         b = o, b.mixed_precision = 2;
         EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
-        b = o, b.threads = -1;
-        EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_THREADS);
+        for (int t : {-1, FMM_THREADS_MAX + 1, 100000, INT_MAX}) {
+            b = o, b.threads = t;
+            EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_THREADS) << t;
+        }
         if (fmm_cuda_device_count() == 0) {
             b = o, b.device = FMM_DEVICE_CUDA;
             EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_DEVICE);
