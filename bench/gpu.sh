@@ -7,8 +7,8 @@
 #   build      configure + build into build-gpu/ (GoogleTest from .gtest/, a copy of Debian's
 #              /usr/src/googletest carried by the caller); TARGETS="a b" builds only those
 #   test       the GPU GoogleTest suite (test_gpu) and test_api's plan checks (CUDA device, precision)
-#   sanitizer  compute-sanitizer memcheck and racecheck on small cases (racecheck on a second build,
-#              build-gpu-race, without the dynamic-parallelism M2L, which racecheck cannot instrument)
+#   sanitizer  tests/gpu_sanitize.sh: compute-sanitizer memcheck, racecheck, initcheck and synccheck
+#              over the GPU test suite (results in $OUT/sanitize/)
 #   fmm        the whole FMM: SPC/E water 24k / 100k / 1M and the 3k droplet, periodic (vs CPU FMM and Ewald), and
 #              uniform open sets up to 1e7 (vs CPU FMM, sampled direct sum, GPU direct sum)
 #   m2l        build/bin/m2l-bench over p = 2..20, depths 3..5
@@ -48,45 +48,7 @@ fi
 
 if has sanitizer; then
     log sanitizer
-    # racecheck does not instrument a module with dynamic parallelism (it warns and checks nothing in
-    # it), so it runs on a second build without the dynamic M2L variant (FMM_CUDA_DYNAMIC=OFF)
-    R=build-gpu-race
-    cmake -S . -B $R -G Ninja -DCMAKE_BUILD_TYPE=Release -DFMM_CUDA_DYNAMIC=OFF > "$OUT/build_race.log" 2>&1 &&
-        cmake --build $R -j 16 --target test_gpu fmm-gpu-bench m2l-bench >> "$OUT/build_race.log" 2>&1 ||
-        { tail -40 "$OUT/build_race.log"; exit 1; }
-    declare -A TB=([memcheck]=$B [racecheck]=$R)
-    # san TOOL NAME DESCRIPTION BINARY ARGS...: one sanitizer run, cut off after SANITIZER_TIMEOUT s
-    # (default 300; exit 124 then). The kernels come first and test_gpu's racecheck last: it takes
-    # minutes per test (79 s for one on an H100), so a device call that runs out still has the rest.
-    san() {
-        local tool=$1 name=$2 what=$3 bin=$4
-        shift 4
-        timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 9 \
-            ${TB[$tool]}/bin/$bin "$@" > "$OUT/sanitizer_${name}_$tool.log" 2>&1
-        echo "compute-sanitizer $tool $what: exit $?"
-        tail -1 "$OUT/sanitizer_${name}_$tool.log"
-    }
-    for tool in memcheck racecheck; do
-        # the halo variant needs depth >= 4 (the mixed FMM runs it from depth 5)
-        san $tool halo "m2l-bench (halo, p 4,7, depths 4,5)" m2l-bench --orders 4,7 --depths 4,5 --variants halo \
-            --reps 1 --budget 0.01
-        # the whole evaluation graph on a small tree (the droplet at depth 2: every stage, P2P warp
-        # reductions; racecheck 55 s mixed, 89 s double on an H100), and mixed on the 24k box (64 s)
-        for prec in mixed double; do
-            san $tool droplet_$prec "fmm-gpu-bench (droplet periodic, p 7, depth 2, $prec)" fmm-gpu-bench \
-                --in systems/water/spce_droplet_r2.xyzq --periodic --order 7 --depth 2 --precision $prec --reps 1 \
-                --no-cpu --reference none
-        done
-        san $tool fmm_mixed "fmm-gpu-bench (24k periodic, p 5, mixed)" fmm-gpu-bench \
-            --in systems/water/spce_24k.xyzq --periodic --order 5 --precision mixed --reps 1 --no-cpu --reference none
-    done
-    san memcheck m2l "m2l-bench (all variants, p 2,5,9, depths 2,3)" m2l-bench --orders 2,5,9 --depths 2,3 --reps 1
-    san racecheck m2l "m2l-bench (all variants but dynamic, p 2,6, depth 3)" m2l-bench --orders 2,6 --depths 3 --reps 1
-    # the out-of-memory test is left out: memcheck counts its intended cudaMalloc failures as errors
-    for tool in memcheck racecheck; do
-        san $tool test_gpu "test_gpu GpuPlan.* (less the out-of-memory test)" test_gpu \
-            --gtest_filter='GpuPlan.*:-GpuPlan.OutOfDeviceMemory*'
-    done
+    OUT="$OUT/sanitize" bash tests/gpu_sanitize.sh
 fi
 
 if has fmm; then
