@@ -24,6 +24,7 @@ const char *fmm_strerror(int status) {
     case FMM_ERR_IO: return "file could not be opened, read or written";
     case FMM_ERR_FORMAT: return "malformed input file";
     case FMM_ERR_CUDA: return "CUDA runtime call failed";
+    case FMM_ERR_RANGE: return "result beyond the range of double precision (an overflow, or an output that underflows as a whole): change the units of the input";
     default: return "unknown status code";
     }
 }

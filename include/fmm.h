@@ -49,6 +49,7 @@ enum fmm_status {
     FMM_ERR_IO,         /* a file could not be opened, read or written */
     FMM_ERR_FORMAT,     /* malformed input file */
     FMM_ERR_CUDA,       /* a CUDA runtime call failed (launch, copy, synchronisation) */
+    FMM_ERR_RANGE,      /* a requested output overflows double precision or underflows as a whole */
     FMM_STATUS_COUNT
 };
 
