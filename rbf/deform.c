@@ -12,20 +12,27 @@ int fmm_rbf_mean_spacing(long n, const double *xyz, double *h) {
     for (long i = 0; i < 3 * n; ++i)
         if (!isfinite(xyz[i])) return FMM_ERR_NONFINITE;
     long *rank = calloc(n, sizeof(long));
-    if (!rank) return FMM_ERR_NOMEM;
+    double *d = malloc(sizeof(double) * n);
     rbf_kdtree t;
-    int rc = rbf_kd_build(&t, n, xyz, rank, 16);
+    int rc = rank && d ? rbf_kd_build(&t, n, xyz, rank, 16) : FMM_ERR_NOMEM;
     free(rank);
-    if (rc) return rc;
-    double s = 0;
-#pragma omp parallel for reduction(+ : s)
+    if (rc) {
+        free(d);
+        return rc;
+    }
+    /* each point's distance, then their sum in index order: the same bits whatever the
+       threads (core/reduce.h) */
+#pragma omp parallel for
     for (long i = 0; i < n; ++i) {
         long nb[2];
         double d2[2];
         int c = rbf_kd_knn_rank(&t, xyz + 3 * i, 0, 2, nb, d2);
-        s += c == 2 ? sqrt(d2[0] > d2[1] ? d2[0] : d2[1]) : 0; /* one of the two is the point */
+        d[i] = c == 2 ? sqrt(d2[0] > d2[1] ? d2[0] : d2[1]) : 0; /* one of the two is the point */
     }
     rbf_kd_free(&t);
+    double s = 0;
+    for (long i = 0; i < n; ++i) s += d[i];
+    free(d);
     *h = s / n;
     return 0;
 }

@@ -212,7 +212,9 @@ static inline __attribute__((always_inline)) void sym_share(int NW, int SINGLE, 
     const int vw = SINGLE ? WF : W;
     for (long j0 = 0; j0 < np; j0 += RBF_SYM_TILE) {
         long j1 = j0 + RBF_SYM_TILE < np ? j0 + RBF_SYM_TILE : np;
-#pragma omp for schedule(dynamic, 1) nowait
+        /* a static round-robin of the blocks: which thread's buffers a column's terms go to
+           depends only on the thread count, so the sums repeat bitwise (core/reduce.h) */
+#pragma omp for schedule(static, 1) nowait
         for (long ia = 0; ia < j1; ia += 2 * RBF_SYM_BLOCK) {
             long ib = ia + 2 * RBF_SYM_BLOCK < j1 ? ia + 2 * RBF_SYM_BLOCK : j1;
             for (long i = ia; i < ib; i += 2) {

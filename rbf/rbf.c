@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/reduce.h"
 #include "fmm_bldtt.h"
 #include "rbf/rbf_internal.h"
 
@@ -448,6 +449,33 @@ static void precondition(const fmm_rbf_plan *p, const double *r, double *tau, do
     }
 }
 
+/* doubles per thread in the slots of par_dots (a cache line: no false sharing) */
+#define RBF_DOT_SLOT 8
+
+/* out[k] = sum_i a[k][i] b[k][i], or sum_i |a[k][i]| where b[k] is NULL, for k < nd (<= 3),
+ * i < n: each thread sums a static share into its slot (slots: RBF_DOT_SLOT doubles per
+ * thread), the slots are added in thread order, so the same thread count gives the same bits
+ * (core/reduce.h) */
+static void par_dots(const fmm_rbf_plan *p, double *slots, int nd, const double *const *a,
+                     const double *const *b, double *out) {
+    const long n = p->n;
+    int used = 1;
+#pragma omp parallel num_threads(p->threads)
+    {
+        double acc[3] = {0, 0, 0};
+#pragma omp for schedule(static)
+        for (long i = 0; i < n; ++i)
+            for (int k = 0; k < nd; ++k) acc[k] += b[k] ? a[k][i] * b[k][i] : fabs(a[k][i]);
+        double *sl = slots + (long)omp_get_thread_num() * RBF_DOT_SLOT;
+        for (int k = 0; k < RBF_DOT_SLOT; ++k) sl[k] = k < nd ? acc[k] : 0;
+#pragma omp single nowait
+        used = omp_get_num_threads();
+    }
+    double sum[RBF_DOT_SLOT];
+    fmm_sum_slots(slots, used, RBF_DOT_SLOT, sum);
+    for (int k = 0; k < nd; ++k) out[k] = sum[k];
+}
+
 /* out + v n = Phi w[v] for nv vectors (win: nv n scratch): with the direct sums one pass for all
    (they share its square roots); single: the CPU direct sum in single precision */
 static int apply_many(fmm_rbf_plan *p, int nv, const double *const *w, double *win, double *out,
@@ -491,8 +519,9 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
     const long side = 6 * n; /* doubles of buf per side */
     double *buf = malloc(sizeof(double) * n * (6 * nw + 2 * nvmax));
     double *tb = malloc(sizeof(double) * n * p->threads);
-    if (!buf || !tb) {
-        free(buf), free(tb);
+    double *slots = malloc(sizeof(double) * RBF_DOT_SLOT * p->threads);
+    if (!buf || !tb || !slots) {
+        free(buf), free(tb), free(slots);
         return FMM_ERR_NOMEM;
     }
     double *win = buf + nw * side, *out = win + nvmax * n;
@@ -535,9 +564,8 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
             if (first[k]) {
                 memcpy(del, tau, sizeof(double) * n);
             } else {
-                double num = 0;
-#pragma omp parallel for reduction(+ : num) num_threads(p->threads)
-                for (long i = 0; i < n; ++i) num += tau[i] * d[i];
+                double num;
+                par_dots(p, slots, 1, (const double *[]){tau}, (const double *[]){d}, &num);
                 double beta = num / ddprev[k];
 #pragma omp parallel for num_threads(p->threads)
                 for (long i = 0; i < n; ++i) del[i] = tau[i] - beta * del[i];
@@ -565,10 +593,10 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
            later one */
         for (int q = 0; q < na && single && !rc; ++q) {
             const double *del = vec[slot[act[q]]], *d = out + slot[act[q]] * n;
-            double dd = 0, l1 = 0, l2 = 0;
-#pragma omp parallel for reduction(+ : dd, l1, l2) num_threads(p->threads)
-            for (long i = 0; i < n; ++i)
-                dd += del[i] * d[i], l1 += fabs(del[i]), l2 += del[i] * del[i];
+            double s3[3];
+            par_dots(p, slots, 3, (const double *[]){del, del, del},
+                     (const double *[]){d, NULL, del}, s3);
+            const double dd = s3[0], l1 = s3[1], l2 = s3[2];
             if (!(dd < -l1 * RBF_SINGLE_ERR * 0x1p-24 * phimax * sqrt(l2))) {
                 single = single_ok = 0;
                 rc = apply_many(p, nv, vec, win, out, 0);
@@ -583,10 +611,10 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
             double *r = buf + k * side, *del = r + 2 * n, *d = del + n, *ls = d + n, *fs = ls + n,
                    *lam = lambda + k * n;
             memcpy(d, out + slot[k] * n, sizeof(double) * n);
-            double dd = 0, dr = 0, dl2 = 0;
-#pragma omp parallel for reduction(+ : dd, dr, dl2) num_threads(p->threads)
-            for (long i = 0; i < n; ++i)
-                dd += del[i] * d[i], dr += del[i] * r[i], dl2 += del[i] * del[i];
+            double s3[3];
+            par_dots(p, slots, 3, (const double *[]){del, del, del}, (const double *[]){d, r, del},
+                     s3);
+            const double dd = s3[0], dr = s3[1], dl2 = s3[2];
             if (!(dd < 0) || !isfinite(dd) || !isfinite(dr)) {
                 /* no descent possible: the search direction vanished or lost definiteness */
                 rc = FMM_ERR_NOCONVERGE;
@@ -681,7 +709,7 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
         res->matvec = p->matvec;
         res->device = p->o.device;
     }
-    free(buf), free(tb);
+    free(buf), free(tb), free(slots);
     return rc;
 }
 
