@@ -1,5 +1,4 @@
-/* Option parsing and the reader of numeric text files, shared by the commands. */
-#include <ctype.h>
+/* Option parsing, and the readers and writers of numeric text files shared by the commands. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -8,38 +7,67 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "core/textio.h"
+#include "systems/pointsets.h"
 
 const char *const cli_devices[] = {"cpu", "cuda", NULL};
 
-static int parse_double(const char *cmd, const char *opt, const char *s, double *v) {
-    char *end;
-    errno = 0;
-    *v = strtod(s, &end);
-    if (end == s || *end || errno || !isfinite(*v)) {
-        fprintf(stderr, "fmm %s: %s expects a finite number, got '%s'\n", cmd, opt, s);
-        return 1;
-    }
-    return 0;
+static int is_int(const cli_option *o) {
+    return o->kind == CLI_INT || o->kind == CLI_LONG;
 }
 
-static int parse_long(const char *cmd, const char *opt, const char *s, long *v) {
-    char *end;
-    errno = 0;
-    *v = strtol(s, &end, 10);
-    if (end == s || *end || errno) {
-        fprintf(stderr, "fmm %s: %s expects an integer, got '%s'\n", cmd, opt, s);
-        return 1;
-    }
-    return 0;
-}
-
-static int out_of_range(const char *cmd, const cli_option *o, double x, const char *s) {
-    if (!(o->min < o->max) || (x >= o->min && x <= o->max)) return 0;
-    if (o->max == INFINITY)
-        fprintf(stderr, "fmm %s: %s must be >= %g, got '%s'\n", cmd, o->name, o->min, s);
+/* " in 1..50", " in (0, 1)", " >= 1", " > 0", or "" for an option without a range */
+static void range_text(const cli_option *o, char *buf, size_t len) {
+    const int lo_open = o->open & CLI_OPEN_MIN, hi_open = o->open & CLI_OPEN_MAX;
+    if (!(o->min < o->max))
+        snprintf(buf, len, "%s", "");
+    else if (o->max == INFINITY)
+        snprintf(buf, len, " %s %g", lo_open ? ">" : ">=", o->min);
+    else if (is_int(o))
+        snprintf(buf, len, " in %g..%g", o->min, o->max);
     else
-        fprintf(stderr, "fmm %s: %s must be in %g..%g, got '%s'\n", cmd, o->name, o->min, o->max, s);
+        snprintf(buf, len, " in %s%g, %g%s", lo_open ? "(" : "[", o->min, o->max,
+                 hi_open ? ")" : "]");
+}
+
+int cli_out_of_range(const char *cmd, const cli_option *o, double x, const char *s) {
+    if (!(o->min < o->max)) return 0;
+    const int lo_ok = (o->open & CLI_OPEN_MIN) ? x > o->min : x >= o->min;
+    const int hi_ok = (o->open & CLI_OPEN_MAX) ? x < o->max : x <= o->max;
+    if (lo_ok && hi_ok) return 0;
+    char r[80];
+    range_text(o, r, sizeof r);
+    if (s)
+        fprintf(stderr, "fmm %s: %s must be%s, got '%s'\n", cmd, o->name, r, s);
+    else
+        fprintf(stderr, "fmm %s: %s must be%s, got %g\n", cmd, o->name, r, x);
     return 1;
+}
+
+/* s as the value of o: 0 and *v (integer options: *l, and *v = *l rounded), or a message that
+ * names o, what it expects and its range */
+static int parse_number(const char *cmd, const cli_option *o, const char *s, double *v, long *lv) {
+    const char *end = s;
+    long l = 0;
+    int rc = is_int(o) ? text_parse_long(s, &end, &l) : text_parse_double(s, &end, v);
+    if (!rc && *end) rc = TEXT_NUM_SYNTAX; /* the whole argument is the number */
+    if (rc) {
+        char r[80];
+        range_text(o, r, sizeof r);
+        fprintf(stderr, "fmm %s: %s expects %s%s, got '%s'%s%s\n", cmd, o->name,
+                is_int(o) ? "an integer" : "a finite number", r, s,
+                rc == TEXT_NUM_SYNTAX ? "" : ", which ",
+                rc == TEXT_NUM_SYNTAX ? "" : text_num_what(rc));
+        return 1;
+    }
+    if (is_int(o)) *v = (double)l;
+    if (cli_out_of_range(cmd, o, *v, s)) return 1;
+    if (o->kind == CLI_INT && (l < INT_MIN || l > INT_MAX)) {
+        fprintf(stderr, "fmm %s: %s value '%s' does not fit an int\n", cmd, o->name, s);
+        return 1;
+    }
+    if (lv) *lv = l;
+    return 0;
 }
 
 static int parse_choice(const char *cmd, const cli_option *o, const char *s) {
@@ -89,34 +117,30 @@ int cli_parse_options(const char *cmd, const char *help, const cli_option *opts,
             return 2;
         }
         const char *v = argv[++i];
-        long l;
         double x;
+        long l;
         int bad = 0;
         switch (o->kind) {
         case CLI_STRING:
             *o->s = v;
             break;
         case CLI_INT:
-            bad = parse_long(cmd, a, v, &l) || out_of_range(cmd, o, (double)l, v);
-            if (!bad && (l < INT_MIN || l > INT_MAX)) {
-                fprintf(stderr, "fmm %s: %s value '%s' does not fit an int\n", cmd, a, v);
-                bad = 1;
-            }
+            bad = parse_number(cmd, o, v, &x, &l);
             if (!bad) *o->i = (int)l;
             break;
         case CLI_LONG:
-            bad = parse_long(cmd, a, v, &l) || out_of_range(cmd, o, (double)l, v);
+            bad = parse_number(cmd, o, v, &x, &l);
             if (!bad) *o->l = l;
             break;
         case CLI_DOUBLE:
-            bad = parse_double(cmd, a, v, &x) || out_of_range(cmd, o, x, v);
+            bad = parse_number(cmd, o, v, &x, NULL);
             if (!bad) *o->d = x;
             break;
         case CLI_DOUBLE3:
-            bad = parse_double(cmd, a, v, &o->d[0]);
+            bad = parse_number(cmd, o, v, &o->d[0], NULL);
             if (!bad && i + 2 < argc && argv[i + 1][0] != '-' && argv[i + 2][0] != '-') {
-                bad = parse_double(cmd, a, argv[i + 1], &o->d[1]) ||
-                      parse_double(cmd, a, argv[i + 2], &o->d[2]);
+                bad = parse_number(cmd, o, argv[i + 1], &o->d[1], NULL) ||
+                      parse_number(cmd, o, argv[i + 2], &o->d[2], NULL);
                 i += 2;
             } else {
                 o->d[1] = o->d[2] = o->d[0];
@@ -134,107 +158,74 @@ int cli_parse_options(const char *cmd, const char *help, const cli_option *opts,
     return 0;
 }
 
-/* One line of any length into *buf, grown as needed: 1, 0 at the end of the file (or on a read
- * error: ferror tells), -1 out of memory. */
-static int read_line(FILE *f, char **buf, size_t *cap) {
-    size_t len = 0;
-    for (;;) {
-        if (*cap - len < 2) {
-            size_t c = *cap ? 2 * *cap : 4096;
-            char *b = realloc(*buf, c);
-            if (!b) return -1;
-            *buf = b, *cap = c;
-        }
-        size_t room = *cap - len;
-        if (!fgets(*buf + len, room > INT_MAX ? INT_MAX : (int)room, f)) return len > 0;
-        len += strlen(*buf + len);
-        if (len > 0 && (*buf)[len - 1] == '\n') return 1;
-    }
-}
-
-/* room for need doubles in *a */
-static int reserve(double **a, size_t *cap, size_t need) {
-    if (need <= *cap) return 0;
-    size_t c = *cap ? 2 * *cap : 1024;
-    double *b = realloc(*a, sizeof(double) * c);
-    if (!b) return 1;
-    *a = b, *cap = c;
-    return 0;
-}
-
-int cli_read_rows(const char *cmd, const char *path, const char *layout, int min_cols,
-                  int max_cols, int *cols, long *n, double **rows, double **last) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "fmm %s: cannot open '%s': %s\n", cmd, path, strerror(errno));
-        return 1;
-    }
-    char *line = NULL;
-    size_t linecap = 0, nv = 0, vcap = 0, nrow = 0, lcap = 0;
-    double *v = NULL, *w = NULL;
-    long lineno = 0;
-    int c = 0, rl;
-    while ((rl = read_line(f, &line, &linecap)) > 0) {
-        ++lineno;
-        const char *p = line;
-        int k = 0;
-        for (;;) {
-            while (isspace((unsigned char)*p)) ++p;
-            if (!*p || *p == '#') break;
-            char *end;
-            double x = strtod(p, &end);
-            if (end == p || !(!*end || *end == '#' || isspace((unsigned char)*end))) {
-                int len = (int)strcspn(p, " \t\r\n#");
-                fprintf(stderr, "fmm %s: %s:%ld: not a number: '%.*s'\n", cmd, path, lineno,
-                        len < 40 ? len : 40, p);
-                goto fail;
-            }
-            if (!isfinite(x)) {
-                fprintf(stderr, "fmm %s: %s:%ld: column %d is NaN, Inf or out of range\n", cmd,
-                        path, lineno, k + 1);
-                goto fail;
-            }
-            if (reserve(&v, &vcap, nv + 1)) goto nomem;
-            v[nv++] = x, ++k;
-            p = end;
-        }
-        if (!k) continue;
-        if (c ? k != c : k < min_cols || (max_cols && k > max_cols)) {
-            char want[64];
-            if (min_cols == max_cols) snprintf(want, sizeof want, "%d", min_cols);
-            else if (c) snprintf(want, sizeof want, "%d like the first row", c);
-            else if (!max_cols) snprintf(want, sizeof want, "at least %d", min_cols);
-            else snprintf(want, sizeof want, "%d to %d", min_cols, max_cols);
-            fprintf(stderr, "fmm %s: %s:%ld: %d number%s, expected %s (%s)\n", cmd, path, lineno,
-                    k, k == 1 ? "" : "s", want, layout);
-            goto fail;
-        }
-        c = k;
-        if (last) {
-            if (reserve(&w, &lcap, nrow + 1)) goto nomem;
-            w[nrow] = v[--nv];
-        }
-        ++nrow;
-    }
-    if (rl < 0) goto nomem;
-    if (ferror(f)) {
-        fprintf(stderr, "fmm %s: %s:%ld: read error\n", cmd, path, lineno + 1);
-        goto fail;
-    }
-    if (!nrow) {
-        fprintf(stderr, "fmm %s: %s: no rows of numbers (%s)\n", cmd, path, layout);
-        goto fail;
-    }
-    fclose(f);
-    free(line);
-    if (cols) *cols = c;
-    *n = (long)nrow, *rows = v;
-    if (last) *last = w;
-    return 0;
-nomem:
-    fprintf(stderr, "fmm %s: out of memory reading '%s'\n", cmd, path);
-fail:
-    fclose(f);
-    free(line), free(v), free(w);
+int cli_read_rows_lines(const char *cmd, const char *path, const char *layout, int min_cols,
+                        int max_cols, int *cols, long *n, double **rows, double **last,
+                        long **lines) {
+    char err[512];
+    if (!pts_read_rows(path, layout, min_cols, max_cols, cols, n, rows, last, lines, err,
+                       sizeof err))
+        return 0;
+    fprintf(stderr, "fmm %s: %s\n", cmd, err);
     return 1;
+}
+
+int cli_read_rows(const char *cmd, const char *path, const char *layout, int min_cols, int max_cols,
+                  int *cols, long *n, double **rows, double **last) {
+    return cli_read_rows_lines(cmd, path, layout, min_cols, max_cols, cols, n, rows, last, NULL);
+}
+
+int cli_write_failed(const char *cmd, const char *path) {
+    fprintf(stderr, "fmm %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
+    return 1;
+}
+
+int cli_write_values(const char *cmd, const char *path, long n, const double *a, const double *v) {
+    text_out o;
+    if (text_out_open(&o, path)) return cli_write_failed(cmd, path);
+    for (long i = 0; i < n; ++i) {
+        if (v)
+            text_out_printf(&o, "%.17g %.17g %.17g %.17g\n", a[i], v[3 * i], v[3 * i + 1],
+                            v[3 * i + 2]);
+        else
+            text_out_printf(&o, "%.17g\n", a[i]);
+    }
+    return text_out_commit(&o) ? cli_write_failed(cmd, path) : 0;
+}
+
+typedef struct {
+    double p[3];
+    long i;
+} point_at;
+
+static int cmp_point_at(const void *a, const void *b) {
+    const point_at *u = a, *w = b;
+    for (int d = 0; d < 3; ++d)
+        if (u->p[d] != w->p[d]) return u->p[d] < w->p[d] ? -1 : 1;
+    return (u->i > w->i) - (u->i < w->i);
+}
+
+int cli_report_coincident(const char *cmd, const char *path, const char *what, long n,
+                          const double *xyz, const long *lines, double period) {
+    point_at *s = malloc(sizeof *s * (size_t)(n > 0 ? n : 1));
+    if (!s) return 0;
+    for (long i = 0; i < n; ++i) {
+        for (int d = 0; d < 3; ++d) {
+            const double x = xyz[3 * i + d];
+            s[i].p[d] = period > 0 ? x - period * floor(x / period) : x;
+        }
+        s[i].i = i;
+    }
+    qsort(s, (size_t)n, sizeof *s, cmp_point_at);
+    long k = 1;
+    while (k < n && memcmp(s[k].p, s[k - 1].p, sizeof s[k].p)) ++k;
+    int found = k < n;
+    if (found) {
+        const long a = s[k - 1].i, b = s[k].i;
+        fprintf(stderr,
+                "fmm %s: %s:%ld and %s:%ld: two %s at the same position (%.15g %.15g %.15g%s)\n",
+                cmd, path, lines[a], path, lines[b], what, xyz[3 * a], xyz[3 * a + 1],
+                xyz[3 * a + 2], period > 0 ? ", in the periodic box" : "");
+    }
+    free(s);
+    return found;
 }

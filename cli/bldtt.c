@@ -14,16 +14,18 @@ static const char *help =
     "  --targets FILE     targets, one per line: x y z (default: the sources, self term left out)\n"
     "  --kernel K         coulomb 1/r (default), yukawa exp(-p r)/r, regularized 1/sqrt(r^2+p^2),\n"
     "                     sinc sin(p r)/r, multiquadric sqrt(r^2+p^2)\n"
-    "  --param X          kernel parameter p (defaults: yukawa 0.5, regularized 0.005, sinc pi,\n"
-    "                     multiquadric 1; coulomb has none)\n"
+    "  --param X          kernel parameter p: yukawa >= 0 (default 0.5), regularized > 0\n"
+    "                     (0.005), sinc > 0 (pi), multiquadric >= 0 (1); coulomb has none\n"
     "  --theta T          MAC parameter, 0 < T < 1 (default 0.7; smaller is more accurate)\n"
     "  --degree N         interpolation degree, 0..16 (default 8; larger is more accurate)\n"
-    "  --leaf N           max particles per leaf (default: cpu 0.7(N+1)^3 in [200,2000], cuda 2000)\n"
+    "  --leaf N           max particles per leaf, 0..100000 (default 0: cpu 0.7(N+1)^3 in\n"
+    "                     [200,2000], cuda 2000)\n"
     "  --method M         bldtt (dual tree traversal, default) or bltc (treecode, for comparison)\n"
     "  --device cpu|cuda  where the sums run (default cpu)\n"
-    "  --threads N        OpenMP threads (default: all)\n"
+    "  --threads N        OpenMP threads, 0..1024 (default 0: all)\n"
     "  --gradient         also compute d phi/d x (written as 3 more columns with --out)\n"
-    "  --out FILE         write one line per target, in input order: phi [dx dy dz] (%.17g)\n"
+    "  --out FILE         write one line per target, in input order: phi [dx dy dz] (%.17g);\n"
+    "                     the file is replaced only when complete\n"
     "  --reference        compare with the direct sum (all targets up to 20000, else an evenly\n"
     "                     spaced sample of --reference-sample K targets, default 2000)\n"
     "stdout: sources, targets, kernel, param, theta, degree, leaf, pairs_pp/pc/cp/cc, setup_s,\n"
@@ -41,12 +43,13 @@ int cli_bldtt(int argc, char **argv) {
         {"--targets", CLI_STRING, .s = &trg},
         {"--kernel", CLI_STRING, .s = &kernel},
         {"--param", CLI_DOUBLE, .d = &o.param, .given = &have_param},
-        {"--theta", CLI_DOUBLE, .d = &o.theta},
-        {"--degree", CLI_INT, .i = &o.degree},
-        {"--leaf", CLI_INT, .i = &o.leaf_size},
+        {"--theta", CLI_DOUBLE, .d = &o.theta, .min = 0, .max = 1,
+         .open = CLI_OPEN_MIN | CLI_OPEN_MAX},
+        {"--degree", CLI_INT, .i = &o.degree, .min = 0, .max = BLDTT_DEGREE_MAX},
+        {"--leaf", CLI_INT, .i = &o.leaf_size, .min = 0, .max = BLDTT_LEAF_MAX},
         {"--method", CLI_CHOICE, .i = &o.method, .choices = methods},
         {"--device", CLI_CHOICE, .i = &o.device, .choices = cli_devices},
-        {"--threads", CLI_INT, .i = &o.threads},
+        {"--threads", CLI_INT, .i = &o.threads, .min = 0, .max = FMM_THREADS_MAX},
         {"--gradient", CLI_FLAG, .i = &gradient},
         {"--out", CLI_STRING, .s = &out},
         {"--reference", CLI_FLAG, .i = &reference},
@@ -56,8 +59,10 @@ int cli_bldtt(int argc, char **argv) {
     if (r) return r < 0 ? 0 : r;
     /* the library owns the kernel names */
     if (kernel && bldtt_kernel_from_name(kernel, &o.kernel)) {
-        fprintf(stderr, "fmm bldtt: unknown kernel '%s' (coulomb, yukawa, regularized, sinc, "
-                        "multiquadric)\n", kernel);
+        fprintf(stderr,
+                "fmm bldtt: unknown kernel '%s' (coulomb, yukawa, regularized, sinc, "
+                "multiquadric)\n",
+                kernel);
         return 2;
     }
     if (!src) {
@@ -69,6 +74,14 @@ int cli_bldtt(int argc, char **argv) {
         fprintf(stderr, "fmm bldtt: the coulomb kernel has no --param\n");
         return 2;
     }
+    /* --param's range by kernel (fmm_bldtt.h): kappa >= 0, eps > 0, wavenumber > 0, c >= 0 */
+    const int param_open = o.kernel == BLDTT_REGULARIZED || o.kernel == BLDTT_SINC;
+    char param_name[64];
+    snprintf(param_name, sizeof param_name, "--param of the %s kernel",
+             bldtt_kernel_name(o.kernel));
+    const cli_option param = {param_name, CLI_DOUBLE, .min = 0, .max = INFINITY,
+                              .open = param_open ? CLI_OPEN_MIN : 0};
+    if (have_param && cli_out_of_range("bldtt", &param, o.param, NULL)) return 2;
     bldtt_plan *plan = NULL;
     int rc = bldtt_makeplan(&o, &plan); /* options first: no file is read for bad options */
     if (rc) {
@@ -100,32 +113,17 @@ int cli_bldtt(int argc, char **argv) {
     }
     bldtt_info info;
     bldtt_get_info(plan, &info);
-    if (out) {
-        FILE *f = fopen(out, "w");
-        if (!f) {
-            fprintf(stderr, "fmm bldtt: cannot write '%s'\n", out);
-            goto done;
-        }
-        for (long i = 0; i < m; ++i) {
-            if (gradient)
-                fprintf(f, "%.17g %.17g %.17g %.17g\n", phi[i], grad[3 * i], grad[3 * i + 1], grad[3 * i + 2]);
-            else
-                fprintf(f, "%.17g\n", phi[i]);
-        }
-        if (fclose(f)) {
-            fprintf(stderr, "fmm bldtt: error writing '%s'\n", out);
-            goto done;
-        }
-    }
-    printf("sources %ld\ntargets %ld\nkernel %s\nparam %.17g\ntheta %g\ndegree %d\nleaf %d\n", ns, m,
-           bldtt_kernel_name(o.kernel), o.param, o.theta, o.degree, info.leaf_size);
+    if (out && cli_write_values("bldtt", out, m, phi, grad)) goto done;
+    printf("sources %ld\ntargets %ld\nkernel %s\nparam %.17g\ntheta %g\ndegree %d\nleaf %d\n", ns,
+           m, bldtt_kernel_name(o.kernel), o.param, o.theta, o.degree, info.leaf_size);
     printf("pairs_pp %ld\npairs_pc %ld\npairs_cp %ld\npairs_cc %ld\n", info.pairs[0], info.pairs[1],
            info.pairs[2], info.pairs[3]);
     printf("setup_s %.6f\ntime_s %.6f\n", t1 - t0, t2 - t0);
     if (reference) {
         long k = m <= 20000 ? m : (sample < m ? sample : m);
         long *idx = malloc(sizeof(long) * k);
-        double *rp = malloc(sizeof(double) * k), *rg = gradient ? malloc(sizeof(double) * 3 * k) : NULL;
+        double *rp = malloc(sizeof(double) * k),
+               *rg = gradient ? malloc(sizeof(double) * 3 * k) : NULL;
         if (!idx || !rp || (gradient && !rg)) {
             fprintf(stderr, "fmm bldtt: out of memory\n");
             free(idx), free(rp), free(rg);

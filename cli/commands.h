@@ -32,10 +32,15 @@ typedef struct {
         double *d;
         const char **s;
     };
-    double min, max;            /* INT, LONG, DOUBLE: allowed range, checked when min < max */
+    double min, max; /* INT, LONG, DOUBLE, DOUBLE3 (each number): allowed range, checked when
+                        min < max (max INFINITY: no upper bound); messages name the option and
+                        the range */
+    int open;        /* CLI_OPEN_MIN, CLI_OPEN_MAX: that bound is excluded (DOUBLE, DOUBLE3) */
     const char *const *choices; /* CHOICE: the names, NULL-terminated */
     int *given;                 /* optional: set to 1 when the option is given */
 } cli_option;
+
+enum { CLI_OPEN_MIN = 1, CLI_OPEN_MAX = 2 };
 
 /* choices of --device, in the order of enum fmm_device */
 extern const char *const cli_devices[];
@@ -47,14 +52,37 @@ extern const char *const cli_devices[];
 int cli_parse_options(const char *cmd, const char *help, const cli_option *opts, int argc,
                       char **argv);
 
-/* Reads a text file of rows of numbers: whitespace-separated, '#' starts a comment, blank
- * lines are skipped, NaN and Inf are errors, and there must be at least one row. Every row
- * holds the same count c of numbers, min_cols <= c <= max_cols (max_cols 0: no upper limit);
- * *cols (may be NULL) receives c. *rows receives n rows of c numbers, or with last != NULL
- * n rows of c - 1 numbers and *last the n values of the last column. layout names the
- * columns in messages ("x y z q"). Returns 0, or prints one line "fmm CMD: ..." to stderr
- * (file, line, what is wrong) and returns 1. */
-int cli_read_rows(const char *cmd, const char *path, const char *layout, int min_cols,
-                  int max_cols, int *cols, long *n, double **rows, double **last);
+/* Reads a text file of rows of numbers with pts_read_rows (systems/pointsets.h, which gives the
+ * format: '#' comments, blank lines skipped, NaN, Inf, out-of-range numbers and NUL bytes are
+ * errors). Every row holds the same count c of numbers, min_cols <= c <= max_cols (max_cols 0:
+ * no upper limit); *cols (may be NULL) receives c. *rows receives n rows of c numbers, or with
+ * last != NULL n rows of c - 1 numbers and *last the n values of the last column. layout names
+ * the columns in messages ("x y z q"). Returns 0, or prints one line "fmm CMD: ..." to stderr
+ * (file, line, what is wrong) and returns 1. No other side effect. */
+int cli_read_rows(const char *cmd, const char *path, const char *layout, int min_cols, int max_cols,
+                  int *cols, long *n, double **rows, double **last);
+/* The same, and *lines (malloc'ed) the line number of each row. */
+int cli_read_rows_lines(const char *cmd, const char *path, const char *layout, int min_cols,
+                        int max_cols, int *cols, long *n, double **rows, double **last,
+                        long **lines);
+
+/* Prints "fmm CMD: OPTION must be RANGE, got 'S'" (S NULL: x with %g) and returns 1 when x is
+ * outside o's range; else returns 0. */
+int cli_out_of_range(const char *cmd, const cli_option *o, double x, const char *s);
+
+/* Writes n lines "a[i]" or, with v != NULL, "a[i] v[3i] v[3i+1] v[3i+2]" (%.17g) to path
+ * through a temporary file renamed over it when complete (core/textio.h): a failure leaves an
+ * existing file at path as it was. 0, or prints "fmm CMD: cannot write 'PATH': REASON" and
+ * returns 1. */
+int cli_write_values(const char *cmd, const char *path, long n, const double *a, const double *v);
+/* Prints "fmm CMD: cannot write 'PATH': " and strerror(errno); returns 1. */
+int cli_write_failed(const char *cmd, const char *path);
+
+/* After FMM_ERR_COINCIDENT: finds two of the n points xyz (3 per point; period > 0: compared
+ * after wrapping into [0, period)) at the same position and prints "fmm CMD: PATH:A and PATH:B:
+ * two WHAT at the same position (x y z)", with A and B from lines (the line of each point).
+ * Returns 1, or 0 (nothing printed) when there is no such pair or no memory. */
+int cli_report_coincident(const char *cmd, const char *path, const char *what, long n,
+                          const double *xyz, const long *lines, double period);
 
 #endif

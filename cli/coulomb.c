@@ -11,7 +11,8 @@ static const char *help =
     "usage: fmm coulomb --in FILE [options]\n"
     "Potentials phi_i = sum_{j!=i} q_j/|x_i-x_j| and fields E = -grad phi by the FMM.\n"
     "  --in FILE          particles, one per line: x y z q ('#' comments, blank lines ok)\n"
-    "  --out FILE         write 'phi Ex Ey Ez' per particle, in input order (%.17g)\n"
+    "  --out FILE         write 'phi Ex Ey Ez' per particle, in input order (%.17g); the file\n"
+    "                     is replaced only when complete (a failed write keeps the old one)\n"
     "  --box L | --box LX LY LZ   box [0,L]^3; open boundary: particles must lie inside\n"
     "  --periodic         periodic cubic box (needs --box; particles are wrapped), Ewald\n"
     "                     conventions: tin-foil boundary, neutralising background\n"
@@ -19,11 +20,13 @@ static const char *help =
     "  --tolerance T      relative L2 error of the potential, 1e-12..1e-3 (default 1e-6)\n"
     "  --order P          force the expansion order (1..50)\n"
     "  --depth D          force a uniform tree of depth D (0..20; default adaptive)\n"
-    "  --leaf N           adaptive tree: max particles per leaf (default from the order)\n"
-    "  --threads N        OpenMP threads (default: all)\n"
+    "  --leaf N           adaptive tree: max particles per leaf, 0..4096 (default 0: from the\n"
+    "                     order)\n"
+    "  --threads N        OpenMP threads, 0..1024 (default 0: all)\n"
     "  --device cpu|cuda  where the FMM runs (default cpu); cuda: uniform tree (depth from n\n"
     "                     unless --depth), order <= 20, positions and charges on the GPU\n"
-    "  --precision double|mixed   cuda only: mixed runs the near field in float (tolerance >= 1e-5)\n"
+    "  --precision double|mixed   cuda only: mixed runs the near field in float (tolerance >= "
+    "1e-5)\n"
     "  --repeat K         evaluate K more times with the same plan (fmm_setpts + fmm_execute,\n"
     "                     as in an MD step) and print the median as time_step_s\n"
     "  --reference        compare with the direct sum, or the Ewald sum if periodic (all\n"
@@ -48,17 +51,20 @@ static void ewald_to_vacuum(long n, const double *xyz, const double *q, double L
     const double DD = D[0] * D[0] + D[1] * D[1] + D[2] * D[2];
     for (long i = 0; i < n; ++i) {
         double dy = 0;
-        for (int a = 0; a < 3; ++a) dy += D[a] * (xyz[3 * i + a] - L * floor(xyz[3 * i + a] / L) - 0.5 * L);
+        for (int a = 0; a < 3; ++a)
+            dy += D[a] * (xyz[3 * i + a] - L * floor(xyz[3 * i + a] / L) - 0.5 * L);
         phi[i] += k * dy - 0.5 * k * S2;
         for (int a = 0; a < 3; ++a) field[3 * i + a] -= k * D[a];
     }
     *energy += 0.5 * k * DD;
     for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) virial[3 * a + b] -= 0.5 * k * (2 * D[a] * D[b] - (a == b) * DD);
+        for (int b = 0; b < 3; ++b)
+            virial[3 * a + b] -= 0.5 * k * (2 * D[a] * D[b] - (a == b) * DD);
 }
 
 int cli_coulomb(int argc, char **argv) {
-    static const char *const precisions[] = {"double", "mixed", NULL}; /* enum fmm_precision order */
+    static const char *const precisions[] = {"double", "mixed",
+                                             NULL}; /* enum fmm_precision order */
     const char *in = NULL, *out = NULL;
     int reference = 0, vacuum = 0, nbox = 0, repeat = 0;
     long sample = 2000;
@@ -68,14 +74,15 @@ int cli_coulomb(int argc, char **argv) {
     const cli_option opts[] = {
         {"--in", CLI_STRING, .s = &in},
         {"--out", CLI_STRING, .s = &out},
-        {"--box", CLI_DOUBLE3, .d = box, .given = &nbox},
+        {"--box", CLI_DOUBLE3, .d = box, .min = 0, .max = INFINITY, .open = CLI_OPEN_MIN,
+         .given = &nbox},
         {"--periodic", CLI_FLAG, .i = &o.periodic},
         {"--vacuum", CLI_FLAG, .i = &vacuum},
-        {"--tolerance", CLI_DOUBLE, .d = &o.tolerance},
+        {"--tolerance", CLI_DOUBLE, .d = &o.tolerance, .min = FMM_TOL_MIN, .max = FMM_TOL_MAX},
         {"--order", CLI_INT, .i = &o.order, .min = FMM_ORDER_MIN, .max = FMM_ORDER_MAX},
-        {"--depth", CLI_INT, .i = &o.depth},
-        {"--leaf", CLI_INT, .i = &o.leaf_size},
-        {"--threads", CLI_INT, .i = &o.threads},
+        {"--depth", CLI_INT, .i = &o.depth, .min = 0, .max = FMM_DEPTH_MAX},
+        {"--leaf", CLI_INT, .i = &o.leaf_size, .min = 0, .max = FMM_LEAF_MAX},
+        {"--threads", CLI_INT, .i = &o.threads, .min = 0, .max = FMM_THREADS_MAX},
         {"--device", CLI_CHOICE, .i = &o.device, .choices = cli_devices},
         {"--precision", CLI_CHOICE, .i = &o.precision, .choices = precisions},
         {"--repeat", CLI_INT, .i = &repeat, .min = 0, .max = INFINITY},
@@ -97,9 +104,19 @@ int cli_coulomb(int argc, char **argv) {
         return 2;
     }
     if (vacuum) o.boundary = FMM_BOUNDARY_VACUUM;
-    long n;
+    if (o.precision == FMM_PRECISION_MIXED && o.device != FMM_DEVICE_CUDA) {
+        fprintf(stderr,
+                "fmm coulomb: --precision mixed needs --device cuda (the CPU runs in double)\n");
+        return 2;
+    }
+    if (o.precision == FMM_PRECISION_MIXED && !o.order && o.tolerance < FMM_MIXED_TOL_MIN) {
+        fprintf(stderr, "fmm coulomb: --precision mixed needs --tolerance >= %g, got %g\n",
+                FMM_MIXED_TOL_MIN, o.tolerance);
+        return 2;
+    }
+    long n, *lines = NULL;
     double *xyz, *q;
-    if (cli_read_rows("coulomb", in, "x y z q", 4, 4, NULL, &n, &xyz, &q)) return 1;
+    if (cli_read_rows_lines("coulomb", in, "x y z q", 4, 4, NULL, &n, &xyz, &q, &lines)) return 1;
     int status = 1;
     double *phi = malloc(sizeof(double) * n), *field = malloc(sizeof(double) * 3 * n);
     fmm_plan *plan = NULL;
@@ -112,6 +129,9 @@ int cli_coulomb(int argc, char **argv) {
     if (!rc) rc = fmm_setpts(plan, n, xyz);
     if (!rc) rc = fmm_execute(plan, q, phi, field, &energy, virial);
     double t1 = omp_get_wtime();
+    if (rc == FMM_ERR_COINCIDENT &&
+        cli_report_coincident("coulomb", in, "particles", n, xyz, lines, o.periodic ? box[0] : 0))
+        goto done;
     if (rc) {
         fprintf(stderr, "fmm coulomb: %s\n", fmm_strerror(rc));
         goto done;
@@ -143,30 +163,18 @@ int cli_coulomb(int argc, char **argv) {
     }
     fmm_info info;
     fmm_get_info(plan, &info);
-    if (out) {
-        FILE *f = fopen(out, "w");
-        if (!f) {
-            fprintf(stderr, "fmm coulomb: cannot write '%s'\n", out);
-            goto done;
-        }
-        for (long i = 0; i < n; ++i)
-            fprintf(f, "%.17g %.17g %.17g %.17g\n", phi[i], field[3 * i], field[3 * i + 1],
-                    field[3 * i + 2]);
-        if (fclose(f)) {
-            fprintf(stderr, "fmm coulomb: error writing '%s'\n", out);
-            goto done;
-        }
-    }
+    if (out && cli_write_values("coulomb", out, n, phi, field)) goto done;
     printf("n %ld\nenergy %.17g\norder %d\ndepth %d\nleaves %ld\ntime_s %.6f\n", n, energy,
            info.order, info.depth, info.nleaves, t1 - t0);
     if (repeat > 0) printf("time_step_s %.6f\n", step);
     printf("virial %.17g %.17g %.17g %.17g %.17g %.17g\n", virial[0], virial[4], virial[8],
-               virial[1], virial[2], virial[5]);
+           virial[1], virial[2], virial[5]);
     if (reference) {
         long m = n <= 20000 ? n : (sample < n ? sample : n);
         if (o.periodic) m = n; /* the Ewald reference computes every particle */
         long *idx = malloc(sizeof(long) * (m > 0 ? m : 1));
-        double *rp = malloc(sizeof(double) * (m > 0 ? m : 1)), *rf = malloc(sizeof(double) * 3 * (m > 0 ? m : 1));
+        double *rp = malloc(sizeof(double) * (m > 0 ? m : 1)),
+               *rf = malloc(sizeof(double) * 3 * (m > 0 ? m : 1));
         if (!idx || !rp || !rf) {
             fprintf(stderr, "fmm coulomb: out of memory\n");
             free(idx), free(rp), free(rf);
@@ -198,12 +206,14 @@ int cli_coulomb(int argc, char **argv) {
             }
         }
         printf("reference_targets %ld\nreference_time_s %.6f\n", m, r1 - r0);
-        printf("rel_l2_error_phi %.6e\nrel_rms_error_field %.6e\n", np > 0 ? sqrt(ep / np) : sqrt(ep),
-               nf > 0 ? sqrt(ef / nf) : sqrt(ef));
+        printf("rel_l2_error_phi %.6e\nrel_rms_error_field %.6e\n",
+               np > 0 ? sqrt(ep / np) : sqrt(ep), nf > 0 ? sqrt(ef / nf) : sqrt(ef));
         if (m == n) {
-            printf("rel_error_energy %.6e\n", eref != 0 ? fabs(energy - eref) / fabs(eref) : fabs(energy));
+            printf("rel_error_energy %.6e\n",
+                   eref != 0 ? fabs(energy - eref) / fabs(eref) : fabs(energy));
             double e = 0, s = 0;
-            for (int k = 0; k < 9; ++k) e += (virial[k] - vref[k]) * (virial[k] - vref[k]), s += vref[k] * vref[k];
+            for (int k = 0; k < 9; ++k)
+                e += (virial[k] - vref[k]) * (virial[k] - vref[k]), s += vref[k] * vref[k];
             printf("rel_error_virial %.6e\n", s > 0 ? sqrt(e / s) : sqrt(e));
         }
         free(idx), free(rp), free(rf);
@@ -211,6 +221,6 @@ int cli_coulomb(int argc, char **argv) {
     status = 0;
 done:
     fmm_destroy(plan);
-    free(phi), free(field), free(xyz), free(q);
+    free(phi), free(field), free(xyz), free(q), free(lines);
     return status;
 }

@@ -16,8 +16,9 @@ static const char *help =
     "  --bandwidth H      h > 0 (FIGTree's convention: exp(-r^2/h^2))\n"
     "  --tolerance EPS    max |G - G_exact| <= EPS * sum |q|, 1e-12..1e-1 (default 1e-6)\n"
     "  --device cpu|cuda  where to evaluate (default cpu)\n"
-    "  --threads N        OpenMP threads (default: all)\n"
-    "  --out FILE         write one value G(y_j) per line, in target order (%.17g)\n"
+    "  --threads N        OpenMP threads, 0..1024 (default 0: all)\n"
+    "  --out FILE         write one value G(y_j) per line, in target order (%.17g); the file\n"
+    "                     is replaced only when complete\n"
     "  --reference        compare with the direct sum (all targets up to 20000, else an\n"
     "                     evenly spaced sample of --reference-sample K targets, default 2000)\n"
     "  --reference-sample K   number of sampled targets for --reference\n"
@@ -35,10 +36,11 @@ int cli_fgt(int argc, char **argv) {
     const cli_option opts[] = {
         {"--sources", CLI_STRING, .s = &sources},
         {"--targets", CLI_STRING, .s = &targets},
-        {"--bandwidth", CLI_DOUBLE, .d = &h, .given = &have_h},
-        {"--tolerance", CLI_DOUBLE, .d = &o.tolerance},
+        {"--bandwidth", CLI_DOUBLE, .d = &h, .min = 0, .max = INFINITY, .open = CLI_OPEN_MIN,
+         .given = &have_h},
+        {"--tolerance", CLI_DOUBLE, .d = &o.tolerance, .min = FGT_TOL_MIN, .max = FGT_TOL_MAX},
         {"--device", CLI_CHOICE, .i = &o.device, .choices = cli_devices},
-        {"--threads", CLI_INT, .i = &o.threads},
+        {"--threads", CLI_INT, .i = &o.threads, .min = 0, .max = FMM_THREADS_MAX},
         {"--out", CLI_STRING, .s = &out},
         {"--reference", CLI_FLAG, .i = &reference},
         {"--reference-sample", CLI_LONG, .l = &sample, .min = 1, .max = INFINITY},
@@ -51,10 +53,6 @@ int cli_fgt(int argc, char **argv) {
     }
     if (!have_h) {
         fprintf(stderr, "fmm fgt: --bandwidth H is required (try --help)\n");
-        return 2;
-    }
-    if (!(h > 0)) {
-        fprintf(stderr, "fmm fgt: --bandwidth must be > 0, got %g\n", h);
         return 2;
     }
     static const char *const layouts[] = {"x", "x y", "x y z"}; /* of targets, by dimension */
@@ -84,18 +82,7 @@ int cli_fgt(int argc, char **argv) {
     }
     fgt_info info;
     fgt_get_info(plan, &info);
-    if (out) {
-        FILE *f = fopen(out, "w");
-        if (!f) {
-            fprintf(stderr, "fmm fgt: cannot write '%s'\n", out);
-            goto done;
-        }
-        for (long j = 0; j < nt; ++j) fprintf(f, "%.17g\n", g[j]);
-        if (fclose(f)) {
-            fprintf(stderr, "fmm fgt: error writing '%s'\n", out);
-            goto done;
-        }
-    }
+    if (out && cli_write_values("fgt", out, nt, g, NULL)) goto done;
     printf("sources %ld\ntargets %ld\ndim %d\nbox_side %.3g\norder %d\n", ns, nt, dim,
            info.box_side, info.order);
     printf("pairs_direct %ld\npairs_hermite %ld\npairs_taylor %ld\npairs_h2t %ld\n",

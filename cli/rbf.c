@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/rbf_model.h"
 #include "fmm_rbf.h"
+#include "rbf/vtk_io.h"
 
 static const char *help =
     "usage: fmm rbf fit    --centers FILE --shape C [options] --out MODEL\n"
@@ -42,18 +44,20 @@ static const char *help =
     "  --tolerance T      stop when max|r| <= T max|f|, 1e-13..0.5 (default 1e-8)\n"
     "  --lset Q           L-set size 2..200 (default: automatic, for the direct CPU mat-vec 80\n"
     "                     from 10000 centres and 96 from 16000, else 50)\n"
-    "  --max-iter K       iteration limit (default 500)\n"
+    "  --max-iter K       iteration limit, >= 1 (default 500)\n"
     "  --matvec M         auto|direct|series|bldtt (default auto: direct, or series on the CPU\n"
     "                     for N >= 200000 at tolerance >= 1e-5)\n"
-    "  --series-tol E     accuracy of the series mat-vec terms and BLDTT's (theta, n)\n"
-    "                     (default tolerance/100; BLDTT tolerance/1000)\n"
+    "  --series-tol E     accuracy of the series mat-vec terms and BLDTT's (theta, n), 0..1e-2\n"
+    "                     (default 0: tolerance/100; BLDTT tolerance/1000)\n"
     "  --precision P      mixed|double (default mixed: a fit with the direct CPU mat-vec takes\n"
     "                     some passes in single precision, its final residual in double)\n"
     "  --device D         cpu|cuda (default cpu)\n"
-    "  --threads N        OpenMP threads (default: all)\n"
-    "  --seed S           seed of the FGP random order (default 1)\n"
+    "  --threads N        OpenMP threads, 0..1024 (default 0: all)\n"
+    "  --seed S           seed of the FGP random order, >= 0 (default 1)\n"
     "  --repeat K         matvec: number of timed mat-vecs (default 3)\n"
-    "  --sample K         matvec: targets for the error check (default 1000; 0 = none)\n";
+    "  --sample K         matvec: targets for the error check (default 1000; 0 = none)\n"
+    "Output files (MODEL, --out) are replaced only when complete: a failed write keeps the old "
+    "one.\n";
 
 typedef struct {
     const char *centers, *out, *model, *points, *mesh, *disp;
@@ -88,9 +92,10 @@ static int cmd_fit(args *A) {
         fprintf(stderr, "fmm rbf fit: --shape C is required (try --help)\n");
         return 2;
     }
-    long n;
+    long n, *lines;
     double *xyz, *f;
-    if (cli_read_rows("rbf fit", A->centers, "x y z f", 4, 4, NULL, &n, &xyz, &f)) return 1;
+    if (cli_read_rows_lines("rbf fit", A->centers, "x y z f", 4, 4, NULL, &n, &xyz, &f, &lines))
+        return 1;
     int status = 1;
     double *lam = malloc(sizeof(double) * n);
     fmm_rbf_plan *p = NULL;
@@ -104,21 +109,16 @@ static int cmd_fit(args *A) {
     if (!rc) rc = fmm_rbf_setpts(p, n, xyz);
     if (!rc) rc = fmm_rbf_execute(p, f, lam, &alpha, &r);
     double t1 = omp_get_wtime();
+    if (rc == FMM_ERR_COINCIDENT &&
+        cli_report_coincident("rbf fit", A->centers, "centres", n, xyz, lines, 0))
+        goto done;
     if (rc) {
         fprintf(stderr, "fmm rbf fit: %s\n", fmm_rbf_strerror(rc));
         goto done;
     }
-    FILE *o = fopen(A->out, "w");
-    if (!o) {
-        fprintf(stderr, "fmm rbf fit: cannot write '%s'\n", A->out);
-        goto done;
-    }
-    fprintf(o, "# fmm rbf model: s(x) = sum lambda_i sqrt(|x - x_i|^2 + shape^2) + alpha\n");
-    fprintf(o, "shape %.17g\nalpha %.17g\ncenters %ld\n", A->o.shape, alpha, n);
-    for (long i = 0; i < n; ++i)
-        fprintf(o, "%.17g %.17g %.17g %.17g\n", xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2], lam[i]);
-    if (fclose(o)) {
-        fprintf(stderr, "fmm rbf fit: error writing '%s'\n", A->out);
+    const cli_rbf_model model = {A->o.shape, alpha, n, xyz, lam};
+    if (cli_rbf_model_write(A->out, &model)) {
+        cli_write_failed("rbf fit", A->out);
         goto done;
     }
     printf(
@@ -129,115 +129,63 @@ static int cmd_fit(args *A) {
     status = 0;
 done:
     fmm_rbf_destroy(p);
-    free(xyz), free(f), free(lam);
+    free(xyz), free(f), free(lam), free(lines);
     return status;
-}
-
-/* model file: '#' comments, "shape C", "alpha A", "centers N", then N rows x y z lambda */
-static int read_model(const char *path, double *shape, double *alpha, long *n, double **rows) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "fmm rbf eval: cannot open '%s': %s\n", path, strerror(errno));
-        return 1;
-    }
-    char line[4096];
-    int have = 0, bad = 0;
-    long cnt = -1, k = 0;
-    double *v = NULL;
-    while (!bad && fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || line[0] == '\n') continue;
-        if (cnt < 0) {
-            char key[32], extra[2];
-            double x;
-            if (sscanf(line, "%31s %lf %1s", key, &x, extra) != 2 || !isfinite(x)) bad = 1;
-            else if (!strcmp(key, "shape")) *shape = x, have |= 1;
-            else if (!strcmp(key, "alpha")) *alpha = x, have |= 2;
-            else if (!strcmp(key, "centers") && have == 3 && x >= 0 && x == floor(x) && x < 1e10) {
-                cnt = (long)x;
-                v = malloc(sizeof(double) * 4 * (cnt > 0 ? cnt : 1));
-                if (!v) bad = 1;
-            } else bad = 1;
-            continue;
-        }
-        double a, b, c, d;
-        char extra[2];
-        if (k >= cnt || sscanf(line, "%lf %lf %lf %lf %1s", &a, &b, &c, &d, extra) != 4) {
-            bad = 1;
-            break;
-        }
-        v[4 * k] = a, v[4 * k + 1] = b, v[4 * k + 2] = c, v[4 * k + 3] = d;
-        ++k;
-    }
-    fclose(f);
-    if (bad || cnt < 0 || k != cnt) {
-        free(v);
-        fprintf(stderr, "fmm rbf eval: '%s' is not a model written by 'fmm rbf fit' (malformed)\n", path);
-        return 1;
-    }
-    *n = cnt;
-    *rows = v;
-    return 0;
 }
 
 static int cmd_eval(args *A) {
     if (need("eval", A->model, "--model MODEL") || need("eval", A->points, "--points FILE") ||
         need("eval", A->out, "--out FILE"))
         return 2;
-    double shape = 0, alpha = 0, *rows, *pts;
-    long n, m;
-    if (read_model(A->model, &shape, &alpha, &n, &rows)) return 1;
+    cli_rbf_model model;
+    char err[512];
+    double *pts;
+    long m;
+    if (cli_rbf_model_read(A->model, &model, err, sizeof err)) {
+        fprintf(stderr, "fmm rbf eval: %s\n", err);
+        return 1;
+    }
     if (read_points("rbf eval", A->points, &m, &pts)) {
-        free(rows);
+        cli_rbf_model_free(&model);
         return 1;
     }
     int status = 1;
-    double *xyz = malloc(sizeof(double) * 3 * (n > 0 ? n : 1)), *lam = malloc(sizeof(double) * (n > 0 ? n : 1));
     double *s = malloc(sizeof(double) * m);
     fmm_rbf_plan *p = NULL;
-    if (!xyz || !lam || !s) {
+    if (!s) {
         fprintf(stderr, "fmm rbf eval: out of memory\n");
         goto done;
     }
-    for (long i = 0; i < n; ++i)
-        xyz[3 * i] = rows[4 * i], xyz[3 * i + 1] = rows[4 * i + 1], xyz[3 * i + 2] = rows[4 * i + 2], lam[i] = rows[4 * i + 3];
-    A->o.shape = shape;
+    A->o.shape = model.shape;
     A->o.lset_size = 2; /* no fit: the smallest L-sets keep setpts cheap */
     double t0 = omp_get_wtime();
     int rc = fmm_rbf_makeplan(&A->o, &p);
-    if (!rc) rc = fmm_rbf_setpts(p, n, xyz);
-    if (!rc) rc = fmm_rbf_eval(p, lam, alpha, m, pts, s);
+    if (!rc) rc = fmm_rbf_setpts(p, model.n, model.xyz);
+    if (!rc) rc = fmm_rbf_eval(p, model.lambda, model.alpha, m, pts, s);
     double t1 = omp_get_wtime();
     if (rc) {
         fprintf(stderr, "fmm rbf eval: %s\n", fmm_rbf_strerror(rc));
         goto done;
     }
-    FILE *o = fopen(A->out, "w");
-    if (!o) {
-        fprintf(stderr, "fmm rbf eval: cannot write '%s'\n", A->out);
-        goto done;
-    }
-    for (long i = 0; i < m; ++i) fprintf(o, "%.17g\n", s[i]);
-    if (fclose(o)) {
-        fprintf(stderr, "fmm rbf eval: error writing '%s'\n", A->out);
-        goto done;
-    }
-    printf("n %ld\nm %ld\ntime_s %.6f\n", n, m, t1 - t0);
+    if (cli_write_values("rbf eval", A->out, m, s, NULL)) goto done;
+    printf("n %ld\nm %ld\ntime_s %.6f\n", model.n, m, t1 - t0);
     status = 0;
 done:
     fmm_rbf_destroy(p);
-    free(rows), free(pts), free(xyz), free(lam), free(s);
+    cli_rbf_model_free(&model);
+    free(pts), free(s);
     return status;
 }
 
 static int cmd_deform(args *A) {
-    if (need("deform", A->mesh, "--mesh IN.vtk") || need("deform", A->disp, "--displacements FILE") ||
-        need("deform", A->out, "--out OUT.vtk"))
+    if (need("deform", A->mesh, "--mesh IN.vtk") ||
+        need("deform", A->disp, "--displacements FILE") || need("deform", A->out, "--out OUT.vtk"))
         return 2;
     fmm_vtk_mesh mesh, moved;
-    int rc = fmm_vtk_read(A->mesh, &mesh);
+    char err[512];
+    int rc = fmm_vtk_read_msg(A->mesh, &mesh, err, sizeof err);
     if (rc) {
-        fprintf(stderr, "fmm rbf deform: %s: %s\n", A->mesh,
-                rc == FMM_ERR_FORMAT ? "not a legacy ASCII VTK unstructured grid (malformed)" : fmm_rbf_strerror(rc));
+        fprintf(stderr, "fmm rbf deform: %s\n", err);
         return 1;
     }
     long nb;
@@ -278,8 +226,12 @@ static int cmd_deform(args *A) {
     double ratio = NAN;
     int have_ratio = fmm_vtk_min_volume_ratio(&mesh, &moved, &ratio) == 0;
     rc = fmm_vtk_write(A->out, &moved, "deformed by fmm rbf deform");
+    if (rc == FMM_ERR_IO) {
+        cli_write_failed("rbf deform", A->out);
+        goto done;
+    }
     if (rc) {
-        fprintf(stderr, "fmm rbf deform: cannot write '%s'\n", A->out);
+        fprintf(stderr, "fmm rbf deform: cannot write '%s': %s\n", A->out, fmm_rbf_strerror(rc));
         goto done;
     }
     printf("boundary_points %ld\nnodes %ld\nshape %.6g\niterations %d\nmax_residual %.6e\n", nb,
@@ -334,8 +286,8 @@ static int cmd_matvec(args *A) {
     qsort(ms, A->repeat, sizeof(double), cmp_d);
     int mv;
     fmm_rbf_get_method(p, &mv, NULL);
-    printf("n %ld\nmatvec %s\ndevice %s\nmatvec_s %.6f\n", n, matvecs[mv], A->o.device ? "cuda" : "cpu",
-           ms[A->repeat / 2] / 1e3);
+    printf("n %ld\nmatvec %s\ndevice %s\nmatvec_s %.6f\n", n, matvecs[mv],
+           A->o.device ? "cuda" : "cpu", ms[A->repeat / 2] / 1e3);
     long m = A->sample < n ? A->sample : n;
     if (m > 0) {
         fmm_rbf_opts o = A->o;
@@ -378,7 +330,8 @@ done:
 
 int cli_rbf(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "fmm rbf: a subcommand is required: fit, eval, deform or matvec (try --help)\n");
+        fprintf(stderr,
+                "fmm rbf: a subcommand is required: fit, eval, deform or matvec (try --help)\n");
         return 2;
     }
     const char *cmd = argv[1];
@@ -386,8 +339,10 @@ int cli_rbf(int argc, char **argv) {
         fputs(help, stdout);
         return 0;
     }
-    if (strcmp(cmd, "fit") && strcmp(cmd, "eval") && strcmp(cmd, "deform") && strcmp(cmd, "matvec")) {
-        fprintf(stderr, "fmm rbf: unknown subcommand '%s' (fit, eval, deform, matvec; try --help)\n", cmd);
+    if (strcmp(cmd, "fit") && strcmp(cmd, "eval") && strcmp(cmd, "deform") &&
+        strcmp(cmd, "matvec")) {
+        fprintf(stderr,
+                "fmm rbf: unknown subcommand '%s' (fit, eval, deform, matvec; try --help)\n", cmd);
         return 2;
     }
     args A = {.repeat = 3, .sample = 1000};
@@ -400,16 +355,18 @@ int cli_rbf(int argc, char **argv) {
         {"--points", CLI_STRING, .s = &A.points},
         {"--mesh", CLI_STRING, .s = &A.mesh},
         {"--displacements", CLI_STRING, .s = &A.disp},
-        {"--shape", CLI_DOUBLE, .d = &A.o.shape, .given = &A.have_shape},
-        {"--tolerance", CLI_DOUBLE, .d = &A.o.tolerance},
-        {"--lset", CLI_INT, .i = &A.o.lset_size},
-        {"--max-iter", CLI_INT, .i = &A.o.max_iter},
+        {"--shape", CLI_DOUBLE, .d = &A.o.shape, .min = 0, .max = INFINITY, .open = CLI_OPEN_MIN,
+         .given = &A.have_shape},
+        {"--tolerance", CLI_DOUBLE, .d = &A.o.tolerance, .min = FMM_RBF_TOL_MIN,
+         .max = FMM_RBF_TOL_MAX},
+        {"--lset", CLI_INT, .i = &A.o.lset_size, .min = FMM_RBF_Q_MIN, .max = FMM_RBF_Q_MAX},
+        {"--max-iter", CLI_INT, .i = &A.o.max_iter, .min = 1, .max = INFINITY},
         {"--matvec", CLI_CHOICE, .i = &A.o.matvec, .choices = matvecs},
-        {"--series-tol", CLI_DOUBLE, .d = &A.o.series_tol},
+        {"--series-tol", CLI_DOUBLE, .d = &A.o.series_tol, .min = 0, .max = 1e-2},
         {"--precision", CLI_CHOICE, .i = &A.o.mixed_precision, .choices = precisions},
         {"--device", CLI_CHOICE, .i = &A.o.device, .choices = cli_devices},
-        {"--threads", CLI_INT, .i = &A.o.threads},
-        {"--seed", CLI_LONG, .l = &seed},
+        {"--threads", CLI_INT, .i = &A.o.threads, .min = 0, .max = FMM_THREADS_MAX},
+        {"--seed", CLI_LONG, .l = &seed, .min = 0, .max = INFINITY},
         {"--repeat", CLI_INT, .i = &A.repeat, .min = 1, .max = INFINITY},
         {"--sample", CLI_LONG, .l = &A.sample, .min = 0, .max = INFINITY},
         {0}};

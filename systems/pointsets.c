@@ -4,6 +4,8 @@
  */
 #include "pointsets.h"
 
+#include "../core/textio.h"
+
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
@@ -24,8 +26,7 @@ typedef struct {
     uint64_t s[4];
 } pts_rng;
 
-static uint64_t splitmix64(uint64_t *x)
-{
+static uint64_t splitmix64(uint64_t *x) {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -33,18 +34,18 @@ static uint64_t splitmix64(uint64_t *x)
 }
 
 /* stream: independent sub-streams of one seed (positions, charges, ...). */
-static void rng_seed(pts_rng *r, uint64_t seed, uint64_t stream)
-{
+static void rng_seed(pts_rng *r, uint64_t seed, uint64_t stream) {
     uint64_t x = seed ^ (stream * 0xd1342543de82ef95ULL);
     /* Mix the stream in once more so that (seed, stream) pairs do not alias trivially. */
     x = splitmix64(&x) + stream;
     for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
 }
 
-static inline uint64_t rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline uint64_t rotl64(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
 
-static uint64_t rng_next(pts_rng *r)
-{
+static uint64_t rng_next(pts_rng *r) {
     uint64_t *s = r->s;
     const uint64_t result = rotl64(s[1] * 5, 7) * 9;
     const uint64_t t = s[1] << 17;
@@ -58,14 +59,17 @@ static uint64_t rng_next(pts_rng *r)
 }
 
 /* Uniform in [0, 1), 53 random bits. */
-static double rng_u01(pts_rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+static double rng_u01(pts_rng *r) {
+    return (double)(rng_next(r) >> 11) * 0x1.0p-53;
+}
 
 /* Uniform in the open interval (0, 1). */
-static double rng_open01(pts_rng *r) { return ((double)(rng_next(r) >> 11) + 0.5) * 0x1.0p-53; }
+static double rng_open01(pts_rng *r) {
+    return ((double)(rng_next(r) >> 11) + 0.5) * 0x1.0p-53;
+}
 
 /* Uniform in [0, n) for n >= 1 (Lemire's multiply-shift with rejection, unbiased). */
-static uint64_t rng_below(pts_rng *r, uint64_t n)
-{
+static uint64_t rng_below(pts_rng *r, uint64_t n) {
     /* n is at most a few 1e7 here, so a 64-bit rejection loop is simple and exact. */
     uint64_t limit = UINT64_MAX - (UINT64_MAX % n);
     uint64_t x;
@@ -76,8 +80,7 @@ static uint64_t rng_below(pts_rng *r, uint64_t n)
 }
 
 /* Uniform random unit vector. */
-static void rng_unit_vector(pts_rng *r, double v[3])
-{
+static void rng_unit_vector(pts_rng *r, double v[3]) {
     double z = 2.0 * rng_u01(r) - 1.0;
     double phi = 2.0 * PTS_PI * rng_u01(r);
     double s = sqrt(fmax(0.0, 1.0 - z * z));
@@ -92,24 +95,31 @@ enum { STREAM_POS = 1, STREAM_CHARGE = 2, STREAM_SITES = 3, STREAM_ORIENT = 4 };
  * Helpers
  * ------------------------------------------------------------------------------------- */
 
-const char *pts_strerror(int status)
-{
+const char *pts_strerror(int status) {
     switch (status) {
-    case PTS_OK: return "success";
-    case PTS_ERR_ARG: return "invalid argument";
-    case PTS_ERR_NOMEM: return "out of memory";
-    case PTS_ERR_IO: return "cannot open, read or write file";
-    case PTS_ERR_PARSE: return "malformed line in particle file";
-    case PTS_ERR_NONFINITE: return "non-finite number (nan or inf)";
-    case PTS_ERR_EMPTY: return "no particles";
-    case PTS_ERR_PLACE: return "could not place water molecule without overlap";
-    default: return "unknown error";
+    case PTS_OK:
+        return "success";
+    case PTS_ERR_ARG:
+        return "invalid argument";
+    case PTS_ERR_NOMEM:
+        return "out of memory";
+    case PTS_ERR_IO:
+        return "cannot open, read or write file";
+    case PTS_ERR_PARSE:
+        return "malformed line (not a number, a wrong count, or a NUL byte)";
+    case PTS_ERR_NONFINITE:
+        return "number not finite (nan, inf) or out of the range of a double";
+    case PTS_ERR_EMPTY:
+        return "no particles";
+    case PTS_ERR_PLACE:
+        return "could not place water molecule without overlap";
+    default:
+        return "unknown error";
     }
 }
 
 /* n particles fit in size_t-indexed arrays of 3n doubles. */
-static int count_ok(long n, long atoms_per_item)
-{
+static int count_ok(long n, long atoms_per_item) {
     if (n < 1) return 0;
     if ((unsigned long)n > (unsigned long)(LONG_MAX / (3 * atoms_per_item))) return 0;
     if ((uint64_t)n * (uint64_t)(3 * atoms_per_item) > (uint64_t)(SIZE_MAX / sizeof(double)))
@@ -119,8 +129,7 @@ static int count_ok(long n, long atoms_per_item)
 
 /* Charges uniform in [-1, 1], shifted to zero sum. Two correction passes with a long double
  * accumulator leave |sum q| at the rounding level of the individual charges. */
-static void neutral_charges(long n, uint64_t seed, double *q)
-{
+static void neutral_charges(long n, uint64_t seed, double *q) {
     pts_rng r;
     rng_seed(&r, seed, STREAM_CHARGE);
     for (long i = 0; i < n; i++) q[i] = 2.0 * rng_u01(&r) - 1.0;
@@ -140,8 +149,7 @@ static void neutral_charges(long n, uint64_t seed, double *q)
  * Generators
  * ------------------------------------------------------------------------------------- */
 
-int pts_uniform(long n, uint64_t seed, double *xyz, double *q)
-{
+int pts_uniform(long n, uint64_t seed, double *xyz, double *q) {
     if (!xyz || !q || !count_ok(n, 1)) return PTS_ERR_ARG;
     pts_rng r;
     rng_seed(&r, seed, STREAM_POS);
@@ -150,8 +158,7 @@ int pts_uniform(long n, uint64_t seed, double *xyz, double *q)
     return PTS_OK;
 }
 
-int pts_plummer(long n, uint64_t seed, double *xyz, double *q)
-{
+int pts_plummer(long n, uint64_t seed, double *xyz, double *q) {
     if (!xyz || !q || !count_ok(n, 1)) return PTS_ERR_ARG;
     const double a = 1.0, rmax = 100.0 * a;
     pts_rng r;
@@ -171,8 +178,7 @@ int pts_plummer(long n, uint64_t seed, double *xyz, double *q)
     return PTS_OK;
 }
 
-int pts_sphere_surface(long n, uint64_t seed, double *xyz, double *q)
-{
+int pts_sphere_surface(long n, uint64_t seed, double *xyz, double *q) {
     if (!xyz || !q || !count_ok(n, 1)) return PTS_ERR_ARG;
     pts_rng r;
     rng_seed(&r, seed, STREAM_POS);
@@ -200,13 +206,12 @@ int pts_ball(long n, uint64_t seed, double *xyz, double *q) {
 #define WATER_DENSITY 33.4 /* molecules per nm^3 */
 #define WATER_QO (-0.8476)
 #define WATER_QH 0.4238
-#define WATER_ROH 0.1                                   /* nm */
+#define WATER_ROH 0.1                                    /* nm */
 #define WATER_HALF_ANGLE (0.5 * 109.47 * PTS_PI / 180.0) /* half of H-O-H */
-#define WATER_MIN_DIST 0.05                             /* nm, enforced between molecules */
+#define WATER_MIN_DIST 0.05                              /* nm, enforced between molecules */
 #define WATER_MAX_TRIES 1000
 
-static double wrap_coord(double x, double box)
-{
+static double wrap_coord(double x, double box) {
     x = fmod(x, box);
     if (x < 0.0) x += box;
     if (x >= box) x = nextafter(box, 0.0); /* x was a tiny negative number */
@@ -214,8 +219,7 @@ static double wrap_coord(double x, double box)
 }
 
 /* Squared minimum-image distance in a cubic box. */
-static double dist2_pbc(const double *a, const double *b, double box)
-{
+static double dist2_pbc(const double *a, const double *b, double box) {
     double s = 0.0;
     for (int d = 0; d < 3; d++) {
         double t = a[d] - b[d];
@@ -226,8 +230,7 @@ static double dist2_pbc(const double *a, const double *b, double box)
 }
 
 /* 1 if the 3 atoms of molecule `mol` (at xyz + 9*mol) keep WATER_MIN_DIST from molecule `other`. */
-static int molecules_apart(const double *xyz, long mol, long other, double box)
-{
+static int molecules_apart(const double *xyz, long mol, long other, double box) {
     const double dmin2 = WATER_MIN_DIST * WATER_MIN_DIST;
     for (int a = 0; a < 3; a++)
         for (int b = 0; b < 3; b++)
@@ -235,8 +238,7 @@ static int molecules_apart(const double *xyz, long mol, long other, double box)
     return 1;
 }
 
-int pts_water(long nmol, uint64_t seed, double *xyz, double *q, double *box_edge)
-{
+int pts_water(long nmol, uint64_t seed, double *xyz, double *q, double *box_edge) {
     if (!xyz || !q || !count_ok(nmol, 3)) return PTS_ERR_ARG;
 
     const double box = cbrt((double)nmol / WATER_DENSITY);
@@ -346,8 +348,7 @@ int pts_water(long nmol, uint64_t seed, double *xyz, double *q, double *box_edge
  * Text I/O
  * ------------------------------------------------------------------------------------- */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
+static void set_err(char *err, size_t errlen, const char *fmt, ...) {
     if (!err || errlen == 0) return;
     va_list ap;
     va_start(ap, fmt);
@@ -355,177 +356,116 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Reads one line of any length into *buf (grown with realloc). Returns 1 on a line, 0 at
- * end of file, -1 on a read error, -2 when out of memory. The newline is stripped. */
-static int read_line(FILE *f, char **buf, size_t *cap)
-{
-    size_t len = 0;
-    if (!*buf) {
-        *cap = 256;
-        *buf = malloc(*cap);
-        if (!*buf) return -2;
-    }
-    for (;;) {
-        if (!fgets(*buf + len, (int)(*cap - len < INT_MAX ? *cap - len : INT_MAX), f)) {
-            if (ferror(f)) return -1;
-            if (len == 0) return 0;
-            return 1; /* last line without newline */
-        }
-        len += strlen(*buf + len);
-        if (len > 0 && (*buf)[len - 1] == '\n') {
-            (*buf)[len - 1] = '\0';
-            return 1;
-        }
-        if (feof(f)) return 1;
-        if (*cap > SIZE_MAX / 2) return -2;
-        char *nb = realloc(*buf, *cap * 2);
-        if (!nb) return -2;
-        *buf = nb;
-        *cap *= 2;
-    }
-}
-
-static int is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-}
-
-int pts_read_xyzq(const char *path, long *n, double **xyz, double **q, char *err, size_t errlen)
-{
+int pts_read_rows(const char *path, const char *layout, int min_cols, int max_cols, int *cols,
+                  long *n, double **rows, double **last, long **lines, char *err, size_t errlen) {
     if (err && errlen > 0) err[0] = '\0';
     if (n) *n = 0;
-    if (xyz) *xyz = NULL;
-    if (q) *q = NULL;
-    if (!path || !n || !xyz || !q) {
-        set_err(err, errlen, "pts_read_xyzq: NULL argument");
+    if (rows) *rows = NULL;
+    if (last) *last = NULL;
+    if (lines) *lines = NULL;
+    if (!path || !layout || !n || !rows || min_cols < (last ? 2 : 1) ||
+        (max_cols && max_cols < min_cols)) {
+        set_err(err, errlen, "pts_read_rows: invalid argument");
         return PTS_ERR_ARG;
     }
-
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return PTS_ERR_IO;
+    text_reader r;
+    int rl = text_open(&r, path);
+    if (rl) {
+        text_describe(&r, rl, path, err, errlen);
+        return rl == TEXT_ERR_NOMEM ? PTS_ERR_NOMEM : PTS_ERR_IO;
     }
-
-    char *line = NULL;
-    size_t linecap = 0;
-    double *X = NULL, *Q = NULL;
-    size_t cap = 0, count = 0;
-    long lineno = 0;
-    int status = PTS_OK;
-
-    for (;;) {
-        int rl = read_line(f, &line, &linecap);
-        if (rl == 0) break;
-        if (rl == -1) {
-            status = PTS_ERR_IO;
-            set_err(err, errlen, "%s:%ld: read error", path, lineno + 1);
-            break;
-        }
-        if (rl == -2) {
-            status = PTS_ERR_NOMEM;
-            set_err(err, errlen, "%s:%ld: out of memory", path, lineno + 1);
-            break;
-        }
-        lineno++;
-
-        const char *p = line;
-        while (is_space(*p)) p++;
-        if (*p == '\0' || *p == '#') continue;
-
-        double v[4];
-        int k;
-        for (k = 0; k < 4; k++) {
-            while (is_space(*p)) p++;
-            if (*p == '\0' || *p == '#') break;
-            char *end;
-            errno = 0;
-            v[k] = strtod(p, &end);
-            if (end == p || !(*end == '\0' || *end == '#' || is_space(*end))) {
-                status = PTS_ERR_PARSE;
+    double *v = NULL, *w = NULL;
+    long *ln = NULL;
+    size_t nv = 0, vcap = 0, wcap = 0, lcap = 0, nrow = 0;
+    int c = 0, status = PTS_OK;
+    while (status == PTS_OK && (rl = text_next(&r)) == TEXT_LINE) {
+        const char *p = r.line;
+        int k = 0;
+        for (;;) {
+            while (text_is_space(*p)) ++p;
+            if (!*p || *p == '#') break;
+            double x;
+            int nr = text_parse_double(p, &p, &x);
+            if (nr) {
+                status = nr == TEXT_NUM_SYNTAX ? PTS_ERR_PARSE : PTS_ERR_NONFINITE;
+                set_err(err, errlen, "%s:%ld: column %d: '%.*s' %s", path, r.lineno, k + 1,
+                        text_token_len(p), p, text_num_what(nr));
                 break;
             }
-            if (!isfinite(v[k])) {
-                status = PTS_ERR_NONFINITE;
-                set_err(err, errlen, "%s:%ld: non-finite number in column %d (nan, inf or overflow)",
-                        path, lineno, k + 1);
-                break;
-            }
-            p = end;
-        }
-        if (status == PTS_OK) {
-            while (is_space(*p)) p++;
-            if (k < 4 || !(*p == '\0' || *p == '#')) status = PTS_ERR_PARSE;
-        }
-        if (status == PTS_ERR_PARSE)
-            set_err(err, errlen, "%s:%ld: expected 4 numbers x y z q", path, lineno);
-        if (status != PTS_OK) break;
-
-        if (count == cap) {
-            size_t ncap = cap ? 2 * cap : 1024;
-            if (ncap > SIZE_MAX / (3 * sizeof(double)) || ncap > (size_t)LONG_MAX) {
+            double *g = text_grow(v, &vcap, nv + 1, sizeof *v);
+            if (!g) {
                 status = PTS_ERR_NOMEM;
-            } else {
-                double *nx = realloc(X, ncap * 3 * sizeof(double));
-                if (nx) X = nx;
-                double *nq = nx ? realloc(Q, ncap * sizeof(double)) : NULL;
-                if (nq) Q = nq;
-                if (!nx || !nq) status = PTS_ERR_NOMEM;
-                else cap = ncap;
-            }
-            if (status != PTS_OK) {
-                set_err(err, errlen, "%s:%ld: out of memory", path, lineno);
                 break;
             }
+            v = g;
+            v[nv++] = x, ++k;
         }
-        X[3 * count] = v[0];
-        X[3 * count + 1] = v[1];
-        X[3 * count + 2] = v[2];
-        Q[count] = v[3];
-        count++;
+        if (status != PTS_OK || !k) continue;
+        if (c ? k != c : k < min_cols || (max_cols && k > max_cols)) {
+            char want[64];
+            if (min_cols == max_cols)
+                snprintf(want, sizeof want, "%d", min_cols);
+            else if (c)
+                snprintf(want, sizeof want, "%d like the first row", c);
+            else if (!max_cols)
+                snprintf(want, sizeof want, "at least %d", min_cols);
+            else
+                snprintf(want, sizeof want, "%d to %d", min_cols, max_cols);
+            set_err(err, errlen, "%s:%ld: %d number%s, expected %s (%s)", path, r.lineno, k,
+                    k == 1 ? "" : "s", want, layout);
+            status = PTS_ERR_PARSE;
+            continue;
+        }
+        c = k;
+        double *gw = last ? text_grow(w, &wcap, nrow + 1, sizeof *w) : NULL;
+        if (gw) w = gw;
+        long *gl = lines ? text_grow(ln, &lcap, nrow + 1, sizeof *ln) : NULL;
+        if (gl) ln = gl;
+        if ((last && !gw) || (lines && !gl) || nrow >= LONG_MAX) {
+            status = PTS_ERR_NOMEM;
+            continue;
+        }
+        if (last) w[nrow] = v[--nv];
+        if (lines) ln[nrow] = r.lineno;
+        ++nrow;
     }
-    free(line);
-    if (fclose(f) != 0 && status == PTS_OK) {
-        status = PTS_ERR_IO;
-        set_err(err, errlen, "%s: read error", path);
+    if (status == PTS_ERR_NOMEM) set_err(err, errlen, "%s:%ld: out of memory", path, r.lineno);
+    if (status == PTS_OK && rl < 0) {
+        status = rl == TEXT_ERR_NOMEM ? PTS_ERR_NOMEM
+                 : rl == TEXT_ERR_NUL ? PTS_ERR_PARSE
+                                      : PTS_ERR_IO;
+        text_describe(&r, rl, path, err, errlen);
     }
-    if (status == PTS_OK && count == 0) {
+    text_close(&r);
+    if (status == PTS_OK && !nrow) {
         status = PTS_ERR_EMPTY;
-        set_err(err, errlen, "%s: no particles (expected lines 'x y z q')", path);
+        set_err(err, errlen, "%s: no rows of numbers (expected lines '%s')", path, layout);
     }
     if (status != PTS_OK) {
-        free(X);
-        free(Q);
+        free(v), free(w), free(ln);
         return status;
     }
-    /* Trim to size; keep the larger block if the shrink fails. */
-    double *tx = realloc(X, count * 3 * sizeof(double));
-    if (tx) X = tx;
-    double *tq = realloc(Q, count * sizeof(double));
-    if (tq) Q = tq;
-    *n = (long)count;
-    *xyz = X;
-    *q = Q;
+    if (cols) *cols = c;
+    *n = (long)nrow, *rows = v;
+    if (last) *last = w;
+    if (lines) *lines = ln;
     return PTS_OK;
 }
 
-int pts_write_xyzq(const char *path, long n, const double *xyz, const double *q)
-{
+int pts_read_xyzq(const char *path, long *n, double **xyz, double **q, char *err, size_t errlen) {
+    return pts_read_rows(path, "x y z q", 4, 4, NULL, n, xyz, q, NULL, err, errlen);
+}
+
+int pts_write_xyzq(const char *path, long n, const double *xyz, const double *q) {
     if (!path || !xyz || !q || !count_ok(n, 1)) return PTS_ERR_ARG;
     for (long i = 0; i < n; i++)
         if (!isfinite(xyz[3 * i]) || !isfinite(xyz[3 * i + 1]) || !isfinite(xyz[3 * i + 2]) ||
             !isfinite(q[i]))
             return PTS_ERR_NONFINITE;
-    FILE *f = fopen(path, "w");
-    if (!f) return PTS_ERR_IO;
-    int ok = 1;
-    for (long i = 0; i < n && ok; i++)
-        ok = fprintf(f, "%.17g %.17g %.17g %.17g\n", xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2],
-                     q[i]) > 0;
-    if (fclose(f) != 0) ok = 0;
-    if (!ok) {
-        remove(path); /* do not leave a truncated file behind */
-        return PTS_ERR_IO;
-    }
-    return PTS_OK;
+    text_out o;
+    if (text_out_open(&o, path)) return PTS_ERR_IO;
+    for (long i = 0; i < n; i++)
+        text_out_printf(&o, "%.17g %.17g %.17g %.17g\n", xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2],
+                        q[i]);
+    return text_out_commit(&o) ? PTS_ERR_IO : PTS_OK;
 }

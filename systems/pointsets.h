@@ -10,6 +10,7 @@
  * charges; the caller allocates both (3n and n doubles).
  *
  * Functions never print or exit: they return PTS_OK (0) or one of enum pts_status.
+ * The readers and the writer use core/textio.h, as every reader and writer of the project.
  */
 #ifndef FMM_POINTSETS_H
 #define FMM_POINTSETS_H
@@ -26,8 +27,9 @@ enum pts_status {
     PTS_ERR_ARG,       /* NULL pointer, n < 1, or n too large for memory sizes */
     PTS_ERR_NOMEM,     /* out of memory */
     PTS_ERR_IO,        /* file cannot be opened, read or written */
-    PTS_ERR_PARSE,     /* malformed line in a text file */
-    PTS_ERR_NONFINITE, /* NaN or Inf in a file (or in data to be written) */
+    PTS_ERR_PARSE,     /* malformed line in a text file, or a NUL byte */
+    PTS_ERR_NONFINITE, /* NaN, Inf or a number out of double's range in a file (NaN or Inf in
+                          data to be written) */
     PTS_ERR_EMPTY,     /* file holds no particles */
     PTS_ERR_PLACE,     /* water: could not place a molecule without overlap (not expected) */
     PTS_STATUS_COUNT
@@ -66,19 +68,36 @@ int pts_ball(long n, uint64_t seed, double *xyz, double *q);
  * across the periodic boundary. */
 int pts_water(long nmol, uint64_t seed, double *xyz, double *q, double *box_edge);
 
-/* Reads a text file with one particle per line, "x y z q" (whitespace separated, any
- * strtod number format in the C locale). Blank lines and lines starting with '#' are
- * skipped, and anything after a '#' on a data line is ignored. On success *n is the particle
- * count and *xyz (3n) and *q (n) are malloc'ed arrays that the caller frees.
- * On failure *n = 0, *xyz = *q = NULL, nothing is leaked, and, if err != NULL and
- * errlen > 0, err holds a one-line message such as "file.txt:12: expected 4 numbers x y z q".
- * Errors: PTS_ERR_IO (cannot open/read), PTS_ERR_PARSE (wrong count of numbers or text that
- * is not a number), PTS_ERR_NONFINITE (nan, inf, or a number that overflows a double),
- * PTS_ERR_EMPTY (no particle lines), PTS_ERR_NOMEM, PTS_ERR_ARG. */
+/* Reads a text file of rows of numbers, the format of every number file of the project (the
+ * CLI reads its inputs with this). Numbers are separated by white space, '#' starts a comment
+ * (to the end of the line), blank lines are skipped. Each number is one of strtod's formats in
+ * the C locale; NaN, Inf, a number too large for a double and a nonzero number below the
+ * smallest one (it would become 0) are errors, as are NUL bytes. Every row holds the same
+ * count c of numbers, min_cols <= c <= max_cols (max_cols 0: no upper limit), and there is at
+ * least one row; *cols (may be NULL) receives c. *rows receives the n rows of c numbers, or,
+ * with last != NULL, n rows of c - 1 numbers and *last the n values of the last column;
+ * *lines (lines may be NULL) the line number of each row. layout names the columns in
+ * messages ("x y z q"). The arrays are malloc'ed; the caller frees them.
+ * On failure *n = 0 and the arrays are NULL, nothing is leaked, and err (if not NULL and
+ * errlen > 0) holds one line that names the file and, for a bad line, its number and what is
+ * wrong: "file.txt:12: 3 numbers, expected 4 (x y z q)", "file.txt:3: column 2: '1e999' is
+ * out of range (too large)", "file.txt: cannot open: No such file or directory".
+ * Errors: PTS_ERR_IO (cannot open or read; a directory), PTS_ERR_PARSE (text that is not a
+ * number, a wrong count of numbers, a NUL byte), PTS_ERR_NONFINITE (nan, inf, overflow or
+ * underflow to 0), PTS_ERR_EMPTY (no rows), PTS_ERR_NOMEM, PTS_ERR_ARG (NULL path, layout, n or
+ * rows; min_cols < 1, or < 2 with last; 0 < max_cols < min_cols). */
+int pts_read_rows(const char *path, const char *layout, int min_cols, int max_cols, int *cols,
+                  long *n, double **rows, double **last, long **lines, char *err, size_t errlen);
+
+/* Reads a text file with one particle per line, "x y z q": pts_read_rows with 4 columns. On
+ * success *n is the particle count and *xyz (3n) and *q (n) are malloc'ed arrays that the
+ * caller frees. On failure *n = 0, *xyz = *q = NULL and err as pts_read_rows. */
 int pts_read_xyzq(const char *path, long *n, double **xyz, double **q, char *err, size_t errlen);
 
 /* Writes n particles as "x y z q" lines with %.17g, so pts_read_xyzq reads back exactly the
- * same doubles. Refuses (PTS_ERR_NONFINITE) data that the reader would reject. */
+ * same doubles. Refuses (PTS_ERR_NONFINITE) data that the reader would reject. The file is
+ * written beside path and renamed over it when complete (core/textio.h): on PTS_ERR_IO, errno
+ * says why and an existing file at path is unchanged. */
 int pts_write_xyzq(const char *path, long n, const double *xyz, const double *q);
 
 #ifdef __cplusplus
