@@ -4,7 +4,7 @@ const char *fmm_strerror(int status) {
     switch (status) {
     case FMM_OK: return "success";
     case FMM_ERR_ARG: return "invalid argument (NULL pointer or bad value)";
-    case FMM_ERR_NPTS: return "number of particles must be at least 1";
+    case FMM_ERR_NPTS: return "number of points out of range (fewer than needed, more than supported, or not above every index given to fmm_set_exclusions)";
     case FMM_ERR_NONFINITE: return "non-finite (NaN or Inf) coordinate or charge";
     case FMM_ERR_TOLERANCE: return "tolerance out of range [1e-12, 1e-3]";
     case FMM_ERR_ORDER: return "expansion order out of range [1, 50]";
