@@ -1,4 +1,5 @@
 /* Option parsing, and the readers and writers of numeric text files shared by the commands. */
+#define _POSIX_C_SOURCE 200809L /* the POSIX calls of core/textio.h */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>

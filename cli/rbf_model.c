@@ -1,4 +1,5 @@
 /* The RBF model file: reader and writer (cli/rbf_model.h). */
+#define _POSIX_C_SOURCE 200809L /* the POSIX calls of core/textio.h */
 #include "cli/rbf_model.h"
 
 #include <stdarg.h>

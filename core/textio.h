@@ -10,15 +10,21 @@
  *   errors; a subnormal result is kept (the writers' %.17g of a subnormal reads back exactly).
  * - text_out: an output file written to a temporary file beside its target and renamed over
  *   it once complete and checked, so that a failed write (a full disk) leaves the old file as
- *   it was. Targets that are not regular files (/dev/stdout, a pipe) are written directly.
+ *   it was. Targets that are not regular files (a symbolic link such as /dev/stdout, a device,
+ *   a pipe) are written directly.
  *
  * Header-only (static inline): the library (rbf/vtk_io.c), the test-system library
  * (systems/pointsets.c) and the CLI each compile it, without a link dependency between them.
- * Nothing here prints or exits; failures are return values, with errno where the system says
- * why.
+ * It needs POSIX (lstat, fsync, fileno): a C file that includes it defines
+ * _POSIX_C_SOURCE 200809L before its first #include. Nothing here prints or exits; failures
+ * are return values, with errno where the system says why.
  */
 #ifndef FMM_CORE_TEXTIO_H
 #define FMM_CORE_TEXTIO_H
+
+#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200809L
+#error "core/textio.h needs _POSIX_C_SOURCE 200809L, defined before the first #include"
+#endif
 
 #include <errno.h>
 #include <limits.h>
@@ -30,6 +36,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* a, grown to room for need elements of elem bytes (its capacity *cap, in elements, doubled
  * as needed): the new pointer, or NULL when out of memory (a is then unchanged). */
@@ -263,15 +270,15 @@ typedef struct text_out {
     int err;          /* errno of the first failed write, 0 if none */
 } text_out;
 
-/* Opens path for writing: a new temporary file in path's directory (same permissions as an
- * existing regular file at path), or path itself when it exists and is not a regular file (a
- * device such as /dev/stdout, a pipe). 0, or -1 with errno (EISDIR for a directory). A symbolic
- * link at path is replaced by the new file, as with any save by rename. */
+/* Opens path for writing: a new temporary file in path's directory (with the permissions of an
+ * existing regular file at path), or path itself when it is a symbolic link, a device (such as
+ * /dev/stdout or /dev/null) or a pipe: those are written directly, neither replaced nor made
+ * atomic. 0, or -1 with errno (EISDIR for a directory). */
 static inline int text_out_open(text_out *o, const char *path) {
     memset(o, 0, sizeof *o);
     o->path = path;
     struct stat st;
-    const int exists = stat(path, &st) == 0;
+    const int exists = lstat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode)) {
         errno = EISDIR;
         return -1;
@@ -288,7 +295,8 @@ static inline int text_out_open(text_out *o, const char *path) {
         return -1;
     }
     /* a name of our own: "wx" fails if it exists, then the next candidate is tried */
-    unsigned long k = (unsigned long)time(NULL) ^ (unsigned long)(uintptr_t)o;
+    unsigned long k =
+        (unsigned long)time(NULL) ^ (unsigned long)getpid() << 16 ^ (unsigned long)(uintptr_t)o;
     for (int attempt = 0; attempt < 100 && !o->f; ++attempt, k = k * 6364136223846793005UL + 1) {
         memcpy(o->tmp, path, dir);
         snprintf(o->tmp + dir, 40, ".fmm-%08lx.tmp", k & 0xffffffffUL);
@@ -302,7 +310,7 @@ static inline int text_out_open(text_out *o, const char *path) {
         errno = e;
         return -1;
     }
-    if (exists) chmod(o->tmp, st.st_mode & 07777); /* best effort: keep the old file's mode */
+    if (exists) fchmod(fileno(o->f), st.st_mode & 07777); /* best effort: the old file's mode */
     return 0;
 }
 
@@ -326,6 +334,8 @@ static inline int text_out_commit(text_out *o) {
     int err = o->err;
     if (fflush(o->f) && !err) err = errno ? errno : EIO;
     if (ferror(o->f) && !err) err = EIO;
+    /* on the disk before it replaces the old file (and a delayed write error shows here) */
+    if (o->tmp && !err && fsync(fileno(o->f))) err = errno;
     if (fclose(o->f) && !err) err = errno ? errno : EIO;
     o->f = NULL;
     if (o->tmp) {

@@ -1,6 +1,7 @@
 /* Legacy VTK (ASCII) unstructured grids: reader, writer, and the cell-volume check used
  * for mesh deformation. The reader and the writer use core/textio.h, as every reader and writer
  * of the project. */
+#define _POSIX_C_SOURCE 200809L /* the POSIX calls of core/textio.h */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>

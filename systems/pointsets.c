@@ -2,6 +2,7 @@
  * pointsets.c - deterministic test point sets (uniform, Plummer, sphere surface, SPC/E-like
  * water) and the "x y z q" text reader/writer. See pointsets.h.
  */
+#define _POSIX_C_SOURCE 200809L /* the POSIX calls of core/textio.h */
 #include "pointsets.h"
 
 #include "../core/textio.h"

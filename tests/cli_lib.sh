@@ -33,9 +33,23 @@ finish() {
 }
 
 # run ARGS...: runs fmm, leaves stdout/stderr in $tmp/stdout, $tmp/stderr and the status in $rc
+# (124 if it ran past 120 s: a hang is a failure, not a stuck test)
 rc=0
 run() {
-    "$FMM" "$@" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null
+    timeout 120 "$FMM" "$@" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null
+    rc=$?
+}
+# run_fsize KB ARGS...: run, with files limited to KB KiB (ulimit -f) and SIGXFSZ ignored, so
+# that a write past the limit fails with EFBIG ("File too large"): a real write error on a
+# regular file, which holds for root too (unlike a read-only directory)
+run_fsize() {
+    local kb=$1
+    shift
+    (
+        trap '' XFSZ
+        ulimit -f "$kb"
+        timeout 120 "$FMM" "$@" </dev/null
+    ) >"$tmp/stdout" 2>"$tmp/stderr"
     rc=$?
 }
 # number of lines, counting a last line without a newline
@@ -65,11 +79,10 @@ expect_help() {
     fi
 }
 
-# expect_bad NAME ARGS...: non-zero exit (not a crash), one stderr line, no $result_line on stdout
-expect_bad() {
-    local name=$1 ne
-    shift
-    run "$@"
+# check_bad NAME [REGEX]: the run just made failed cleanly: non-zero exit (not a crash), one
+# stderr line (matching REGEX, grep -E, if given), no $result_line on stdout
+check_bad() {
+    local name=$1 re=${2:-} ne
     ne=$(nlines "$tmp/stderr")
     if [ "$rc" -eq 0 ]; then
         fail "$name" "exit status 0, expected non-zero"
@@ -79,7 +92,49 @@ expect_bad() {
         fail "$name" "$ne lines on stderr, expected exactly 1"
     elif grep -q "$result_line" "$tmp/stdout"; then
         fail "$name" "stdout has a line matching '$result_line'"
+    elif [ -n "$re" ] && ! grep -qE -- "$re" "$tmp/stderr"; then
+        fail "$name" "the message does not match '$re'"
     else
         pass "$name"
     fi
+}
+
+# expect_bad NAME ARGS...: runs fmm ARGS and checks that it failed cleanly (check_bad)
+expect_bad() {
+    local name=$1
+    shift
+    run "$@"
+    check_bad "$name"
+}
+
+# expect_msg NAME REGEX ARGS...: as expect_bad, and the stderr line matches REGEX
+expect_msg() {
+    local name=$1 re=$2
+    shift 2
+    run "$@"
+    check_bad "$name" "$re"
+}
+
+# no_temp_files NAME DIR: no temporary output file (core/textio.h's .fmm-*.tmp) left in DIR
+no_temp_files() {
+    local left
+    left=$(find "$2" -maxdepth 1 -name '.fmm-*.tmp' | head -3)
+    if [ -z "$left" ]; then pass "$1"; else fail "$1" "left: $left"; fi
+}
+
+# expect_kept NAME FILE KB ARGS...: with files limited to KB KiB (run_fsize), fmm ARGS, which
+# writes FILE, fails cleanly and says why ("File too large"), FILE keeps its old content and no
+# temporary file is left beside it
+expect_kept() {
+    local name=$1 file=$2 kb=$3
+    shift 3
+    echo "old content, to be kept" >"$file"
+    run_fsize "$kb" "$@"
+    check_bad "$name: fails, saying why" 'File too large'
+    if [ "$(cat "$file")" = "old content, to be kept" ]; then
+        pass "$name: the old file is unchanged"
+    else
+        fail "$name: the old file is unchanged" "it now holds $(wc -c <"$file") bytes"
+    fi
+    no_temp_files "$name: no temporary file left" "$(dirname "$file")"
 }

@@ -239,6 +239,93 @@ expect_bad "generate: unknown kind" generate cube --n 10 --out "$tmp/g.txt"
 expect_bad "generate: two kinds" generate uniform sphere --n 10 --out "$tmp/g.txt"
 expect_bad "generate: --n 0" generate uniform --n 0 --out "$tmp/g.txt"
 
+# ---------------------------------------------------------------------------------------
+# issue 33: every input gets a correct result or a clear error that names the file and line
+printf '0 0 0 1\n\0 1 0 0 -1\n' >"$tmp/nul_start.txt"
+printf '0 0 0 1\n1 0 0 -1\0\n' >"$tmp/nul_end.txt"
+printf '0 0 0 1\n1 0 0 -1e-400\n' >"$tmp/underflow.txt"
+printf '0 0 0 1\n1 0 0 -1e999\n' >"$tmp/overflow.txt"
+expect_msg "--in /dev/zero: an error naming line 1, no hang" "/dev/zero:1: NUL byte" coulomb --in /dev/zero
+expect_msg "a line starting with a NUL byte is an error naming it" "nul_start.txt:2: NUL byte" \
+    coulomb --in "$tmp/nul_start.txt"
+expect_msg "a NUL byte at the end of a line" "nul_end.txt:2: NUL byte" coulomb --in "$tmp/nul_end.txt"
+expect_msg "a charge of 1e-400 (nonzero, would become 0)" "underflow.txt:2: column 4: '-1e-400' is out of range" \
+    coulomb --in "$tmp/underflow.txt"
+expect_msg "a charge of 1e999" "overflow.txt:2: column 4: '-1e999' is out of range" coulomb --in "$tmp/overflow.txt"
+expect_msg "--in a directory" "'?$tmp'?: cannot open: Is a directory" coulomb --in "$tmp"
+name="a subnormal number is kept (read as written)"
+printf '0 0 0 1\n1 0 0 4.9406564584124654e-324\n' >"$tmp/subnormal.txt"
+run coulomb --in "$tmp/subnormal.txt" --out "$tmp/subnormal.out"
+if [ "$rc" -eq 0 ] && [ "$(awk 'NR == 1 { print $1 }' "$tmp/subnormal.out")" = 4.9406564584124654e-324 ]; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, $(tr '\n' ';' <"$tmp/subnormal.out")"
+fi
+
+# messages that name the option, its range, and what else is needed
+expect_msg "--precision mixed on the CPU names --device cuda" "--precision mixed needs --device cuda" \
+    coulomb --in "$good" --precision mixed
+expect_msg "--tolerance 1e-20 names the option and its range" "--tolerance must be in \[1e-12, 0.001\], got '1e-20'" \
+    coulomb --in "$good" --tolerance 1e-20
+expect_msg "--tolerance 1e-400 names the option" "--tolerance expects a finite number in \[1e-12, 0.001\]" \
+    coulomb --in "$good" --tolerance 1e-400
+expect_msg "--order 99 names the range" "--order must be in 1..50, got '99'" coulomb --in "$good" --order 99
+expect_msg "--order 2.5 says an integer" "--order expects an integer in 1..50, got '2.5'" coulomb --in "$good" --order 2.5
+expect_msg "--depth 21 names the range" "--depth must be in 0..20" coulomb --in "$good" --depth 21
+expect_msg "--leaf 5000 names the range" "--leaf must be in 0..4096" coulomb --in "$good" --leaf 5000
+expect_msg "--threads 100000 names the range" "--threads must be in 0..1024, got '100000'" \
+    coulomb --in "$good" --threads 100000
+expect_msg "--threads 2147483647 names the range" "--threads must be in 0..1024" \
+    coulomb --in "$good" --threads 2147483647
+expect_msg "--box -1 names the range" "--box must be > 0, got '-1'" coulomb --in "$good" --box -1
+expect_msg "--box 1 1 0 names the range" "--box must be > 0, got '0'" coulomb --in "$good" --box 1 1 0
+expect_msg "--repeat -1 names the range" "--repeat must be >= 0" coulomb --in "$good" --repeat -1
+expect_msg "--reference-sample 0 names the range" "--reference-sample must be >= 1" \
+    coulomb --in "$good" --reference --reference-sample 0
+expect_msg "two coincident particles: both lines named" "coincident.txt:1 and .*coincident.txt:3: two particles at the same position" \
+    coulomb --in "$coincident"
+printf '0.25 0.5 0.75 1\n0.5 0.5 0.5 -2\n1.25 -0.5 0.75 1\n' >"$tmp/coincident_periodic.txt"
+expect_msg "periodic: particles at the same position after wrapping: both lines named" \
+    "coincident_periodic.txt:1 and .*coincident_periodic.txt:3: .*periodic box" \
+    coulomb --in "$tmp/coincident_periodic.txt" --periodic --box 1
+expect_msg "generate --n 0 names the range" "--n must be >= 1, got '0'" generate uniform --n 0 --out "$tmp/g.txt"
+
+# output files: written beside the target and renamed over it when complete; a failed write
+# keeps the old file and says why
+expect_kept "coulomb --out past a 8 KiB file size limit" "$tmp/kept.out" 8 coulomb --in "$good" --out "$tmp/kept.out"
+expect_kept "generate --out past a 8 KiB file size limit" "$tmp/kept.txt" 8 generate uniform --n 1000 --out "$tmp/kept.txt"
+expect_msg "--out /dev/full says why" "cannot write '/dev/full': No space left on device" \
+    coulomb --in "$good" --out /dev/full
+expect_msg "--out into a missing directory says why" "No such file or directory" \
+    coulomb --in "$good" --out "$tmp/no/such/dir/out.txt"
+expect_msg "--out a directory says why" "Is a directory" coulomb --in "$good" --out "$tmp"
+name="--out /dev/stdout (a symbolic link to a pipe here) is written directly"
+timeout 120 "$FMM" coulomb --in "$two" --out /dev/stdout 2>"$tmp/stderr" </dev/null | cat >"$tmp/piped"
+if [ "${PIPESTATUS[0]}" -eq 0 ] && [ "$(grep -c '^-*1 1 0 0$' "$tmp/piped")" -eq 2 ] && [ -L /dev/stdout ]; then
+    pass "$name"
+else
+    fail "$name" "exit ${PIPESTATUS[0]}, $(tr '\n' ';' <"$tmp/piped")"
+fi
+name="--out through a symbolic link writes the file it points to and keeps the link"
+printf 'old\n' >"$tmp/target.out"
+ln -sf "$tmp/target.out" "$tmp/link.out"
+run coulomb --in "$two" --out "$tmp/link.out"
+if [ "$rc" -eq 0 ] && [ -L "$tmp/link.out" ] && [ "$(nlines "$tmp/target.out")" -eq 2 ]; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, link kept: $([ -L "$tmp/link.out" ] && echo yes || echo no), $(nlines "$tmp/target.out") lines"
+fi
+name="--out over an existing file replaces it, keeping its permissions"
+printf 'old\n' >"$tmp/mode.out"
+chmod 640 "$tmp/mode.out"
+run coulomb --in "$two" --out "$tmp/mode.out"
+if [ "$rc" -eq 0 ] && [ "$(nlines "$tmp/mode.out")" -eq 2 ] && [ "$(stat -c %a "$tmp/mode.out")" = 640 ]; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, $(nlines "$tmp/mode.out") lines, mode $(stat -c %a "$tmp/mode.out")"
+fi
+no_temp_files "no temporary file left after all the runs" "$tmp"
+
 name="no arguments at all"
 run
 if [ "$rc" -ne 0 ] && [ "$rc" -lt 124 ]; then pass "$name"; else fail "$name" "exit $rc"; fi
