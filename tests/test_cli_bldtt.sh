@@ -90,6 +90,28 @@ expect_bad "empty targets" bldtt --sources "$src" --targets "$tmp/empty.txt"
 expect_bad "NaN in targets" bldtt --sources "$src" --targets "$tmp/nan3.txt"
 expect_bad "unwritable --out" bldtt --sources "$src" --out "$tmp/no/such/dir/out.txt"
 expect_bad "reference-sample 0" bldtt --sources "$src" --reference --reference-sample 0
+# issue 33: messages name the option and its range; inputs and outputs as every command's
+expect_msg "--theta 1.2 names the option and its range" "--theta must be in \(0, 1\), got '1.2'" \
+    bldtt --sources "$src" --theta 1.2
+expect_msg "--theta abc names the option and its range" "--theta expects a finite number in \(0, 1\), got 'abc'" \
+    bldtt --sources "$src" --theta abc
+expect_msg "--degree 17 names the range" "--degree must be in 0..16, got '17'" bldtt --sources "$src" --degree 17
+expect_msg "--leaf -5 names the range" "--leaf must be in 0..100000, got '-5'" bldtt --sources "$src" --leaf -5
+expect_msg "--threads 100000 names the range" "--threads must be in 0..1024" bldtt --sources "$src" --threads 100000
+expect_msg "regularized --param 0 names the range" "--param of the regularized kernel must be > 0, got 0" \
+    bldtt --sources "$src" --kernel regularized --param 0
+expect_msg "sinc --param -1 names the range" "--param of the sinc kernel must be > 0" \
+    bldtt --sources "$src" --kernel sinc --param -1
+expect_msg "yukawa --param -1 names the range" "--param of the yukawa kernel must be >= 0" \
+    bldtt --sources "$src" --kernel yukawa --param -1
+expect_msg "--reference-sample 0 names the range" "--reference-sample must be >= 1" \
+    bldtt --sources "$src" --reference --reference-sample 0
+expect_msg "--sources /dev/zero" "/dev/zero:1: NUL byte" bldtt --sources /dev/zero
+printf '0 0 0\n1 0 1e-400\n' >"$tmp/tiny.txt"
+expect_msg "a target coordinate of 1e-400 names the line" "tiny.txt:2: column 3: '1e-400' is out of range" \
+    bldtt --sources "$src" --targets "$tmp/tiny.txt"
+expect_kept "--out past a 8 KiB file size limit" "$tmp/kept.txt" 8 bldtt --sources "$src" --out "$tmp/kept.txt"
+expect_msg "--out /dev/full says why" "No space left on device" bldtt --sources "$src" --out /dev/full
 if [ "$(bash -c 'command -v nvidia-smi' 2>/dev/null)" = "" ]; then
     expect_bad "cuda without a GPU" bldtt --sources "$src" --device cuda
 else

@@ -65,4 +65,19 @@ expect_bad "unknown option" fgt --sources "$tmp/src3.txt" --bandwidth 0.1 --frob
 expect_bad "option without value" fgt --sources "$tmp/src3.txt" --bandwidth
 expect_bad "unwritable --out" fgt --sources "$tmp/src3.txt" --bandwidth 0.1 --out "$tmp/no/such/dir/g.txt"
 
+# issue 33: messages name the option and its range; inputs and outputs as every command's
+expect_msg "--bandwidth 0 names the range" "--bandwidth must be > 0, got '0'" fgt --sources "$tmp/src3.txt" --bandwidth 0
+expect_msg "--bandwidth 1e-400 names the option" "--bandwidth expects a finite number > 0, got '1e-400'" \
+    fgt --sources "$tmp/src3.txt" --bandwidth 1e-400
+expect_msg "--tolerance 1e-15 names the range" "--tolerance must be in \[1e-12, 0.1\], got '1e-15'" \
+    fgt --sources "$tmp/src3.txt" --bandwidth 0.1 --tolerance 1e-15
+expect_msg "--threads 100000 names the range" "--threads must be in 0..1024" \
+    fgt --sources "$tmp/src3.txt" --bandwidth 0.1 --threads 100000
+expect_msg "--sources /dev/zero" "/dev/zero:1: NUL byte" fgt --sources /dev/zero --bandwidth 0.1
+printf '0.1 0.2 0.3 1\n0.1 0.2 0.3 1e999\n' >"$tmp/huge.txt"
+expect_msg "a weight of 1e999 names the line" "huge.txt:2: column 4: '1e999' is out of range" \
+    fgt --sources "$tmp/huge.txt" --bandwidth 0.1
+expect_kept "--out past a 8 KiB file size limit" "$tmp/kept.txt" 8 fgt --sources "$tmp/src3.txt" --bandwidth 0.1 --out "$tmp/kept.txt"
+expect_msg "--out /dev/full says why" "No space left on device" fgt --sources "$tmp/src3.txt" --bandwidth 0.1 --out /dev/full
+
 finish

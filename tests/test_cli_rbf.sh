@@ -87,4 +87,76 @@ expect_bad "deform: malformed mesh" rbf deform --mesh "$tmp/garbage.vtk" --displ
 expect_bad "deform: missing mesh" rbf deform --mesh "$tmp/none.vtk" --displacements "$d" --out "$tmp/x.vtk"
 expect_bad "deform: bad displacements" rbf deform --mesh "$m" --displacements "$tmp/short.txt" --out "$tmp/x.vtk"
 
+# ---------------------------------------------------------------------------------------
+# issue 33: models, meshes and centres are read exactly or refused with the file and line
+if [ -s "$tmp/model.txt" ]; then
+    run rbf eval --model "$tmp/model.txt" --points "$c" --out "$tmp/s_ref.txt"
+    # a comment line longer than 4095 characters whose tail looks like a centre: a comment
+    { head -n 3 "$tmp/model.txt"; printf '#%4100s0.5 0.5 0.5 1000\n' ''; tail -n +4 "$tmp/model.txt"; } >"$tmp/longcomment.txt"
+    name="model: a 4100-character comment line is a comment (no centre injected)"
+    run rbf eval --model "$tmp/longcomment.txt" --points "$c" --out "$tmp/s_long.txt"
+    if [ "$rc" -eq 0 ] && cmp -s "$tmp/s_ref.txt" "$tmp/s_long.txt"; then pass "$name"; else fail "$name" "exit $rc"; fi
+    # the same with the last row moved into the comment: N - 1 rows, refused
+    { head -n 3 "$tmp/model.txt"; printf '#%4100s' ''; tail -n 1 "$tmp/model.txt"; tail -n +4 "$tmp/model.txt" | sed '$d'; } >"$tmp/inject.txt"
+    expect_msg "model: a row hidden in a long comment is not read" "inject.txt: 1499 rows, expected 1500" \
+        rbf eval --model "$tmp/inject.txt" --points "$c" --out "$tmp/x"
+    head -c -3 "$tmp/model.txt" >"$tmp/cut.txt"
+    expect_msg "model: cut inside its last number" "cut.txt:1504: the file ends inside this line" \
+        rbf eval --model "$tmp/cut.txt" --points "$c" --out "$tmp/x"
+    sed '6s/ [^ ]*$/ 1e-400/' "$tmp/model.txt" >"$tmp/tiny.txt"
+    expect_msg "model: a lambda of 1e-400 (would become 0)" "tiny.txt:6: column 4: '1e-400' is out of range" \
+        rbf eval --model "$tmp/tiny.txt" --points "$c" --out "$tmp/x"
+    sed '6s/ [^ ]*$/ 1e999/' "$tmp/model.txt" >"$tmp/huge.txt"
+    expect_msg "model: a lambda of 1e999" "huge.txt:6: column 4: '1e999' is out of range" \
+        rbf eval --model "$tmp/huge.txt" --points "$c" --out "$tmp/x"
+    sed '2s/.*/shape 1e-400/' "$tmp/model.txt" >"$tmp/shape0.txt"
+    expect_msg "model: a shape of 1e-400" "shape0.txt:2: shape: '1e-400' is out of range" \
+        rbf eval --model "$tmp/shape0.txt" --points "$c" --out "$tmp/x"
+    printf '\0' | cat - "$tmp/model.txt" >"$tmp/nulmodel.txt"
+    expect_msg "model: a NUL byte" "nulmodel.txt:1: NUL byte" rbf eval --model "$tmp/nulmodel.txt" --points "$c" --out "$tmp/x"
+    expect_kept "fit: MODEL past a 8 KiB file size limit" "$tmp/kept_model.txt" 8 \
+        rbf fit --centers "$c" --shape 0.05 --tolerance 1e-9 --out "$tmp/kept_model.txt"
+    expect_kept "eval: --out past a 8 KiB file size limit" "$tmp/kept_s.txt" 8 \
+        rbf eval --model "$tmp/model.txt" --points "$c" --out "$tmp/kept_s.txt"
+else
+    fail "model file" "no model to test with (fit failed)"
+fi
+printf '0 0 0 1\n1 0 0 2\n1 1 1e-400 3\n' >"$tmp/tinyc.txt"
+expect_msg "fit: a centre coordinate of 1e-400" "tinyc.txt:3: column 3: '1e-400' is out of range" \
+    rbf fit --centers "$tmp/tinyc.txt" --shape 0.1 --out "$tmp/x"
+expect_msg "fit: duplicate centres name both lines" "dup.txt:1 and .*dup.txt:3: two centres at the same position" \
+    rbf fit --centers "$tmp/dup.txt" --shape 0.1 --out "$tmp/x"
+expect_msg "deform: --mesh a directory says so" "cannot open: Is a directory" \
+    rbf deform --mesh "$tmp" --displacements "$d" --out "$tmp/x.vtk"
+expect_msg "deform: --mesh /dev/zero" "/dev/zero:1: NUL byte" rbf deform --mesh /dev/zero --displacements "$d" --out "$tmp/x.vtk"
+sed '7s/ /\x00/' "$m" >"$tmp/nul.vtk"
+expect_msg "deform: a NUL byte in the mesh names the line" "nul.vtk:7: NUL byte" \
+    rbf deform --mesh "$tmp/nul.vtk" --displacements "$d" --out "$tmp/x.vtk"
+sed '7s/^1 /1e-400 /' "$m" >"$tmp/tiny.vtk"
+expect_msg "deform: a coordinate of 1e-400 names the line" "tiny.vtk:7: a POINTS coordinate: '1e-400' is out of range" \
+    rbf deform --mesh "$tmp/tiny.vtk" --displacements "$d" --out "$tmp/x.vtk"
+expect_msg "deform: a malformed mesh names the line" "garbage.vtk:1: not a legacy VTK file" \
+    rbf deform --mesh "$tmp/garbage.vtk" --displacements "$d" --out "$tmp/x.vtk"
+# a 6x6x6 hexahedral mesh of the cube [0,2]^3 (about 20 KB as VTK)
+awk 'BEGIN { print "# vtk DataFile Version 3.0"; print "cube"; print "ASCII"; print "DATASET UNSTRUCTURED_GRID";
+  print "POINTS 343 double"; for (k = 0; k < 7; k++) for (j = 0; j < 7; j++) for (i = 0; i < 7; i++) print i / 3, j / 3, k / 3;
+  print "CELLS 216 1944"; for (k = 0; k < 6; k++) for (j = 0; j < 6; j++) for (i = 0; i < 6; i++) { b = i + 7 * j + 49 * k;
+  print 8, b, b + 1, b + 8, b + 7, b + 49, b + 50, b + 57, b + 56 }
+  print "CELL_TYPES 216"; for (c = 0; c < 216; c++) print 12 }' >"$tmp/cube6.vtk"
+expect_kept "deform: OUT.vtk past a 8 KiB file size limit" "$tmp/kept.vtk" 8 \
+    rbf deform --mesh "$tmp/cube6.vtk" --displacements "$d" --out "$tmp/kept.vtk"
+expect_msg "--shape 0 names the range" "--shape must be > 0, got '0'" rbf fit --centers "$c" --shape 0 --out "$tmp/x"
+expect_msg "--tolerance 1 names the range" "--tolerance must be in \[1e-13, 0.5\]" \
+    rbf fit --centers "$c" --shape 0.1 --tolerance 1 --out "$tmp/x"
+expect_msg "--lset 1 names the range" "--lset must be in 2..200" rbf fit --centers "$c" --shape 0.1 --lset 1 --out "$tmp/x"
+expect_msg "--max-iter 0 names the range" "--max-iter must be >= 1" rbf fit --centers "$c" --shape 0.1 --max-iter 0 --out "$tmp/x"
+expect_msg "--series-tol 0.5 names the range" "--series-tol must be in \[0, 0.01\]" \
+    rbf fit --centers "$c" --shape 0.1 --series-tol 0.5 --out "$tmp/x"
+expect_msg "--threads 100000 names the range" "--threads must be in 0..1024" \
+    rbf fit --centers "$c" --shape 0.1 --threads 100000 --out "$tmp/x"
+expect_msg "--seed -1 names the range" "--seed must be >= 0" rbf fit --centers "$c" --shape 0.1 --seed -1 --out "$tmp/x"
+expect_msg "--repeat 0 names the range" "--repeat must be >= 1" rbf matvec --centers "$c" --shape 0.1 --repeat 0
+expect_msg "--sample -1 names the range" "--sample must be >= 0" rbf matvec --centers "$c" --shape 0.1 --sample -1
+no_temp_files "no temporary file left after all the runs" "$tmp"
+
 finish
