@@ -187,6 +187,25 @@ int fmmExecuteOnDevice(fmm_plan*, const double*, void*, double, double*, void*)
     return FMM_ERR_UNSUPPORTED;
 }
 
+//! Whether the mdp applies an electric field (a nonzero E0 of the electric-field module)
+bool haveElectricField(const t_inputrec& ir)
+{
+    if (ir.params == nullptr || !ir.params->keyExists("electric-field"))
+    {
+        return false;
+    }
+    const KeyValueTreeObject& field = (*ir.params)["electric-field"].asObject();
+    for (const char* dim : { "x", "y", "z" })
+    {
+        if (field.keyExists(dim) && field[dim].asObject().keyExists("E0")
+            && field[dim].asObject()["E0"].cast<real>() != 0)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
 std::string fmmStatusText(int rc)
 {
     return formatString("%s (fmm status %d)", fmm_strerror(rc), rc);
@@ -268,13 +287,29 @@ public:
                     "interactions; GROMACS's own Coulomb must be off), not %s",
                     enumValueToString(ir.coulombtype))));
         }
-        if (ir.pbcType != PbcType::Xyz)
-        {
-            GMX_THROW(InconsistentInputError("fmm-active = yes needs pbc = xyz (periodic cubic box)"));
-        }
+        // walls before pbc: GROMACS takes walls only with pbc = xy, which would be named instead
         if (ir.nwall > 0)
         {
             GMX_THROW(InconsistentInputError("fmm-active = yes does not support walls"));
+        }
+        if (ir.pbcType != PbcType::Xyz)
+        {
+            GMX_THROW(InconsistentInputError(formatString(
+                    "fmm-active = yes needs pbc = xyz (periodic cubic box), not pbc = %s",
+                    c_pbcTypeNames[ir.pbcType].c_str())));
+        }
+        if (EI_TPI(ir.eI))
+        {
+            GMX_THROW(InconsistentInputError(formatString(
+                    "fmm-active = yes does not support integrator = %s (test-particle insertion "
+                    "computes its Coulomb from the charges, which the module zeroes)",
+                    enumValueToString(ir.eI))));
+        }
+        if (haveElectricField(ir))
+        {
+            GMX_THROW(InconsistentInputError(
+                    "fmm-active = yes does not support electric-field-x/y/z (the applied field acts "
+                    "on the charges, which the module zeroes)"));
         }
         if (ir.epc != PressureCoupling::No && ir.epct != PressureCouplingType::Isotropic)
         {
@@ -282,11 +317,12 @@ public:
                     "fmm-active = yes needs a cubic box at every step: only isotropic pressure "
                     "coupling is supported"));
         }
-        if (ir.epsilon_r == 0)
+        if (!(ir.epsilon_r > 0) || std::isinf(ir.epsilon_r))
         {
-            GMX_THROW(InconsistentInputError(
-                    "fmm-active = yes: epsilon-r = 0 (infinity) switches Coulomb off; set "
-                    "fmm-active = no instead"));
+            GMX_THROW(InconsistentInputError(formatString(
+                    "fmm-active = yes: epsilon-r = %g; the FMM needs a finite epsilon-r > 0 (0 "
+                    "means infinity, which switches Coulomb off: set fmm-active = no instead)",
+                    ir.epsilon_r)));
         }
         if (!(p_.tolerance_ >= FMM_TOL_MIN && p_.tolerance_ <= FMM_TOL_MAX))
         {
@@ -314,9 +350,10 @@ public:
             GMX_THROW(InconsistentInputError(formatString(
                     "fmm-tree-depth = %d: use -1 (adaptive) or 0 .. %d", p_.treeDepth_, FMM_DEPTH_MAX)));
         }
-        if (p_.epsilonR_ < 0)
+        if (!(p_.epsilonR_ >= 0) || std::isinf(p_.epsilonR_))
         {
-            GMX_THROW(InconsistentInputError("fmm-epsilon-r must be > 0 (or 0: use epsilon-r)"));
+            GMX_THROW(InconsistentInputError(formatString(
+                    "fmm-epsilon-r = %g: use a finite value > 0, or 0 for epsilon-r", p_.epsilonR_)));
         }
         p_.epsilonRResolved_ = (p_.epsilonR_ > 0) ? p_.epsilonR_ : ir.epsilon_r;
         if (p_.epsilonR_ > 0 && p_.epsilonR_ != ir.epsilon_r && wi_ != nullptr)
@@ -345,6 +382,28 @@ public:
                             *mt.name, a + 1, mt.atoms.atom[a].q, mt.atoms.atom[a].qB)));
                 }
             }
+        }
+        // polarization takes the shells' spring constants and the Thole screening from the
+        // atom charges, which are about to be zeroed
+        const auto checkPolarization = [](const InteractionLists& ilists, const char* where) {
+            for (int ftype : { F_POLARIZATION, F_WATER_POL, F_THOLE_POL, F_ANHARM_POL })
+            {
+                if (!ilists[ftype].empty())
+                {
+                    GMX_THROW(InconsistentInputError(formatString(
+                            "fmm-active = yes does not support polarization (%s in %s): GROMACS "
+                            "computes it from the charges, which the module zeroes",
+                            interaction_function[ftype].longname, where)));
+                }
+            }
+        };
+        for (const gmx_moltype_t& mt : mtop->moltype)
+        {
+            checkPolarization(mt.ilist, formatString("molecule type %s", *mt.name).c_str());
+        }
+        if (mtop->bIntermolecularInteractions && mtop->intermolecular_ilist)
+        {
+            checkPolarization(*mtop->intermolecular_ilist, "the intermolecular interactions");
         }
         // all charges in global atom order
         p_.charges_.clear();
