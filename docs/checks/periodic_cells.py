@@ -836,6 +836,29 @@ def section1():
                                                         relerr(r2[3], r1[3])])
     check("one configuration in equivalent cells (dodecahedron: c, c-a, c-a-b; random: (a, b+a, c+b-a)): U, F, W",
           d < 1e-12, "max rel diff %.1e" % d)
+    # vacuum boundary = spherical order: U(s) = 1/2 sum_R exp(-s|R|^2) sum'_ij q_i q_j/|x_i - x_j + R|, s -> 0
+    Ho = cell_octahedron(1.0)
+    X, q = uniform(Ho, 6, rng)
+    X = wrap_brick(X, Ho)
+    D = q @ (X - domain(Ho, "brick")[0])
+    Vo = volume(Ho)
+    Ut = ewald(X, q, Ho, want_virial=False)[2]
+    surf = 2 * math.pi / (3 * Vo) * (D @ D)
+
+    def U_damped(s_):
+        R = lattice_points(Ho, math.sqrt(36 / s_)) @ Ho
+        w = np.exp(-s_ * (R * R).sum(1))
+        U = 0.0
+        for i in range(len(q)):
+            for j in range(len(q)):
+                d = np.linalg.norm(X[i] - X[j] + R, axis=1)
+                U += 0.5 * q[i] * q[j] * (w @ (1 / np.where(d == 0, np.inf, d)))
+        return U
+    u1, u2, u3 = (U_damped(s_) for s_ in (0.04, 0.02, 0.01))
+    Uvac = (8 * u3 - 6 * u2 + u1) / 3                   # Richardson, error O(s) and O(s^2) removed
+    check("vacuum (spherical order, factor exp(-s|R|^2), s -> 0) = U_tinfoil + 2pi|D|^2/3V, octahedron, D of the "
+          "brick-wrapped positions", abs(Uvac - Ut - surf) < 1e-3 * surf,
+          "U(s=0.01) - U_tf = %.6f, extrapolated %.6f, 2pi|D|^2/3V = %.6f" % (u3 - Ut, Uvac - Ut, surf))
     return Hr
 
 
@@ -893,6 +916,18 @@ def section2(cells):
                 ok2 &= e < 1e-8 and sh < 1e-8
     check("renormalised sums (L>=4) = Ewald formula where the block is compact (rho < 0.65: < 1e-8), and the "
           "supercell-ordered L=2 differs from tin-foil by exactly the block's depolarisation term", ok2)
+
+
+def reference_values(cells):
+    print("   reference values for unit tests (brick root, N = {|R| < 2 r_brick/theta}, cell as given, lengths 1):")
+    print("   cell           |N|   c0              A_20            A_22 (re, im)                 A_40            "
+          "A_44 (re)       dc0/de_xx       dc0/de_xy")
+    for name, H in cells:
+        N = near_set(H, domain(H, "brick")[1])
+        A, Vt = far_ewald_strain(H, N, 4)
+        print("   %-14s %3d  %15.10f %15.10f (%15.10f, %15.10f) %15.10f %15.10f %15.10f %15.10f" %
+              (name, len(N), A[0].real, A[sidx(2, 0)].real, A[sidx(2, 2)].real, A[sidx(2, 2)].imag,
+               A[sidx(4, 0)].real, A[sidx(4, 4)].real, Vt[0, 0, 0].real, Vt[0, 1, 0].real))
 
 
 def section2b(cells):
@@ -1029,6 +1064,21 @@ def section3b(cells, systems, ops):
         print("   %-24s p=12 with A_2: phi %.1e U %.1e;  A_2 set to 0 (cube's isotropic corrections only): "
               "phi %.1e U %.1e" % (name, relerr(r['phi'], ref[0]), abs(r['U'] / ref[2] - 1),
                                    relerr(r0['phi'], ref[0]), abs(r0['U'] / ref[2] - 1)))
+    # the near virial from image forces (how a tree gathers it): W_near = sum_i F_i (x) Y_i - 1/2 sum_n F_(0<-n) (x) nH
+    name, ck, (X, q) = byname["random A uniform Q=+3"]
+    o = ops[ck]
+    Y = wrap(X, o.H, o.kind) - o.c
+    _, En, Wn = near_direct(Y, q, o.H, o.N)
+    Wsh = np.einsum('i,ia,ib->ab', q, En, Y)
+    for n in o.N:
+        R = Y[:, None, :] - Y[None, :, :] + n @ o.H
+        r = np.sqrt((R * R).sum(-1))
+        if not n.any():
+            np.fill_diagonal(r, np.inf)
+        Fn = q @ np.einsum('ij,ijc,j->ic', 1 / r ** 3, R, q)          # total force of image n on the cell
+        Wsh -= 0.5 * np.outer(Fn, -(n @ o.H))                        # image n holds the sources shifted by -nH
+    check("near virial of the %d images of %s = sum_i F_i (x) Y_i - 1/2 sum_n F_(0<-n) (x) R_n" % (len(o.N), name),
+          relerr(Wsh, Wn) < 1e-12, "%.1e" % relerr(Wsh, Wn))
     # domain: parallelepiped instead of brick; equivalent cells with the parallelepiped domain
     name, ck, (X, q) = byname["dodecahedron water+Na Q=+1"]
     H = cells[ck]
@@ -1187,6 +1237,7 @@ if __name__ == "__main__":
               ("dodecahedron", cell_dodecahedron(1.0)), ("octahedron", cell_octahedron(1.0)), ("random A", Hr),
               ("random B", cell_random(rng))]
     section2(cells2)
+    reference_values(cells2)
     section2b(cells2)
     cells, systems, ops = section3(Hr)
     section3b(cells, systems, ops)
