@@ -19,7 +19,7 @@ static const char *help =
     "  --vacuum           periodic with the vacuum (dipole) boundary instead of tin-foil\n"
     "  --tolerance T      relative L2 error of the potential, 1e-12..1e-3 (default 1e-6)\n"
     "  --order P          force the expansion order (1..50)\n"
-    "  --depth D          force a uniform tree of depth D (0..20; default adaptive)\n"
+    "  --depth D          force a uniform tree of depth D (0..20; -1, the default: adaptive)\n"
     "  --leaf N           adaptive tree: max particles per leaf, 0..4096 (default 0: from the\n"
     "                     order)\n"
     "  --threads N        OpenMP threads, 0..1024 (default 0: all)\n"
@@ -80,7 +80,7 @@ int cli_coulomb(int argc, char **argv) {
         {"--vacuum", CLI_FLAG, .i = &vacuum},
         {"--tolerance", CLI_DOUBLE, .d = &o.tolerance, .min = FMM_TOL_MIN, .max = FMM_TOL_MAX},
         {"--order", CLI_INT, .i = &o.order, .min = FMM_ORDER_MIN, .max = FMM_ORDER_MAX},
-        {"--depth", CLI_INT, .i = &o.depth, .min = 0, .max = FMM_DEPTH_MAX},
+        {"--depth", CLI_INT, .i = &o.depth, .min = -1, .max = FMM_DEPTH_MAX},
         {"--leaf", CLI_INT, .i = &o.leaf_size, .min = 0, .max = FMM_LEAF_MAX},
         {"--threads", CLI_INT, .i = &o.threads, .min = 0, .max = FMM_THREADS_MAX},
         {"--device", CLI_CHOICE, .i = &o.device, .choices = cli_devices},

@@ -131,6 +131,10 @@ else
     fail "$name" "exit $rc, $(nlines "$tmp/formats.out") output lines (want 3)"
 fi
 
+name="--depth -1 is the adaptive tree, as in the API"
+run coulomb --in "$good" --depth -1
+if [ "$rc" -eq 0 ] && [ -n "$(value depth)" ]; then pass "$name"; else fail "$name" "exit $rc"; fi
+
 name="options --order 6 --depth 2 --threads 1 are applied"
 run coulomb --in "$good" --order 6 --depth 2 --threads 1
 if [ "$rc" -eq 0 ] && [ "$(value order)" = 6 ] && [ "$(value depth)" = 2 ]; then
@@ -187,6 +191,7 @@ expect_bad "--order 99" coulomb --in "$good" --order 99
 expect_bad "--order -1" coulomb --in "$good" --order -1
 expect_bad "--order 2.5" coulomb --in "$good" --order 2.5
 expect_bad "--depth 21" coulomb --in "$good" --depth 21
+expect_bad "--depth -2" coulomb --in "$good" --depth -2
 expect_bad "--depth 4294967296 (does not fit an int)" coulomb --in "$good" --depth 4294967296
 expect_bad "--threads -1" coulomb --in "$good" --threads -1
 expect_bad "--repeat -1" coulomb --in "$good" --repeat -1
