@@ -17,7 +17,7 @@ import sys
 import time
 
 import numpy as np
-from scipy.special import erfc, factorial, gammainc, gammaincc, lpmv
+from scipy.special import erfc, factorial, gammainc, gammaincc, gammaln, lpmv
 
 T0 = time.time()
 FAIL = []
@@ -378,7 +378,6 @@ def far_ewald_strain(H, Nidx, Lmax, alpha=None):
     R = pts @ H
     x = alpha * alpha * (R * R).sum(1)
     g = np.where(inN[:, None], -gammainc(Lv[None, :] + 0.5, x[:, None]), gammaincc(Lv[None, :] + 0.5, x[:, None]))
-    from scipy.special import gammaln
     dg = -np.exp((Lv[None, :] - 0.5) * np.log(x[:, None]) - x[:, None] - gammaln(Lv[None, :] + 0.5))  # dg/dx
     g, dg = g[:, l], dg[:, l]
     Mu1 = irreg(Lmax + 1, R)
@@ -631,7 +630,6 @@ def root_fmm(X, q, ops, p, want_virial=True, near=None):
     D = q @ Y
     S2 = q @ (Y * Y).sum(1)
     w = q @ obar(p, Y)
-    l2, _ = lm_of(2 * p)
     mu = m2l_matrix(p, ops.A[:(2 * p + 1) ** 2]) @ w
     phf, Ef = l2p(mu, p, Y)
     k = 2 * math.pi / (3 * V)
@@ -985,9 +983,6 @@ def section2b(cells):
           % (name, fmt(out)))
 
 
-SYSTEMS = None
-
-
 def section3(Hr):
     print("== 3. root-level periodic FMM (near images N direct, far images by one M2L with A, L2P, isotropic "
           "quadratic) vs Ewald")
@@ -1043,8 +1038,6 @@ def section3(Hr):
     print("   system                         " + "  ".join("%6.0e" % t for t in tols))
     for name, need in ladder:
         print("   %-30s %s" % (name, "  ".join("%6s" % (n if n else ">20") for n in need)))
-    global SYSTEMS
-    SYSTEMS = (cells, systems, ops)
     return cells, systems, ops
 
 
