@@ -52,6 +52,10 @@ extern "C" {
 #define FMM_RBF_TOL_MAX 0.5
 #define FMM_RBF_Q_MIN 2 /* L-set size range */
 #define FMM_RBF_Q_MAX 200
+/* fmm_rbf_opts.dense_max: its default and its largest value (the dense system takes
+   8 (n + 1)^2 bytes: 128 MB at 4000 centres, 3.2 GB at 20000) */
+#define FMM_RBF_DENSE_MAX 4000
+#define FMM_RBF_DENSE_LIMIT 20000
 
 /* How the mat-vec (Phi w)_i = sum_j w_j sqrt(|x_i - x_j|^2 + c^2) is computed. */
 enum fmm_rbf_matvec {
@@ -84,20 +88,38 @@ typedef struct fmm_rbf_opts {
                                 passes in single precision (~2.7x faster each; the iteration keeps
                                 their error well below its residual, and the final residual is
                                 computed in double either way: rbf/rbf.c); 0: double throughout */
+    int dense_max;           /* a fit of at most this many centres that the FGP iteration does not
+                                finish (max_iter, a breakdown, an operator too coarse, or more than
+                                half of the local systems singular) falls back to a dense LU solve
+                                of the same system (rbf/dense.c: O(n^3) time, 8 (n + 1)^2 bytes
+                                kept in the plan), refined until its residual, recomputed with the
+                                exact direct sum in double, meets the tolerance; the result says
+                                which solver gave it. [0, FMM_RBF_DENSE_LIMIT]; 0: never;
+                                default FMM_RBF_DENSE_MAX */
 } fmm_rbf_opts;
+
+/* Which solver gave a fit (fmm_rbf_result.solver). */
+enum fmm_rbf_solver {
+    FMM_RBF_SOLVER_FGP = 0,  /* the FGP iteration */
+    FMM_RBF_SOLVER_DENSE = 1 /* the dense LU fallback (opts.dense_max), on the CPU */
+};
 
 /* Result of a fit. */
 typedef struct fmm_rbf_result {
-    int iterations;      /* FGP iterations (mat-vecs in the Krylov loop) */
+    int iterations;      /* FGP iterations (mat-vecs in the Krylov loop), with the dense
+                            fallback those before it (0 where the FGP iteration was not tried:
+                            more than half of the local systems singular) */
     double max_residual; /* max_i |f_i - s(x_i)| / max_i |f_i| (plain max|r| if f = 0),
                             recomputed with a fresh mat-vec at the end; for the series
-                            and BLDTT, that of the approximate operator plus e (above) */
+                            and BLDTT, that of the approximate operator plus e (above); after
+                            the dense fallback, from the exact direct sum */
     double time_setup_s; /* fmm_rbf_setpts time: k-d tree, L-sets, local solves */
     double time_fit_s;   /* this fmm_rbf_execute */
     double time_matvec_s;/* of which in mat-vecs */
     int single_passes;   /* mat-vec passes in single precision (CPU direct sums: rbf/rbf.c) */
     int matvec;          /* the mat-vec used (DIRECT, SERIES or BLDTT) */
     int device;          /* where it ran */
+    int solver;          /* enum fmm_rbf_solver: the solver that gave lambda and alpha */
 } fmm_rbf_result;
 
 typedef struct fmm_rbf_plan fmm_rbf_plan;

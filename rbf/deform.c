@@ -11,30 +11,38 @@ int fmm_rbf_mean_spacing(long n, const double *xyz, double *h) {
     if (n < 2) return FMM_ERR_NPTS;
     for (long i = 0; i < 3 * n; ++i)
         if (!isfinite(xyz[i])) return FMM_ERR_NONFINITE;
+    /* in units of the set's extent (rbf_length_unit): squared distances neither underflow nor
+       overflow */
+    double ctr[3];
+    int e;
+    if (rbf_length_unit(n, xyz, ctr, &e)) { /* all points at one position */
+        *h = 0;
+        return 0;
+    }
     long *rank = calloc(n, sizeof(long));
-    double *d = malloc(sizeof(double) * n);
+    double *d = malloc(sizeof(double) * n), *u = malloc(sizeof(double) * 3 * n);
     rbf_kdtree t;
-    int rc = rank && d ? rbf_kd_build(&t, n, xyz, rank, 16) : FMM_ERR_NOMEM;
+    int rc = rank && d && u ? 0 : FMM_ERR_NOMEM;
+    for (long i = 0; i < 3 * n && !rc; ++i) u[i] = ldexp(xyz[i] - ctr[i % 3], -e);
+    if (!rc) rc = rbf_kd_build(&t, n, u, rank, 16);
     free(rank);
-    if (rc) {
-        free(d);
-        return rc;
-    }
-    /* each point's distance, then their sum in index order: the same bits whatever the
-       threads (core/reduce.h) */
+    if (!rc) {
+        /* each point's distance, then their sum in index order: the same bits whatever the
+           threads (core/reduce.h) */
 #pragma omp parallel for
-    for (long i = 0; i < n; ++i) {
-        long nb[2];
-        double d2[2];
-        int c = rbf_kd_knn_rank(&t, xyz + 3 * i, 0, 2, nb, d2);
-        d[i] = c == 2 ? sqrt(d2[0] > d2[1] ? d2[0] : d2[1]) : 0; /* one of the two is the point */
+        for (long i = 0; i < n; ++i) {
+            long nb[2];
+            double d2[2];
+            int c = rbf_kd_knn_rank(&t, u + 3 * i, 0, 2, nb, d2);
+            d[i] = c == 2 ? sqrt(d2[0] > d2[1] ? d2[0] : d2[1]) : 0; /* one is the point */
+        }
+        rbf_kd_free(&t);
+        double s = 0;
+        for (long i = 0; i < n; ++i) s += d[i];
+        *h = ldexp(s / n, e);
     }
-    rbf_kd_free(&t);
-    double s = 0;
-    for (long i = 0; i < n; ++i) s += d[i];
-    free(d);
-    *h = s / n;
-    return 0;
+    free(d), free(u);
+    return rc;
 }
 
 int fmm_rbf_deform(const fmm_rbf_opts *opts, long nb, const double *bxyz, const double *disp,
@@ -62,18 +70,27 @@ int fmm_rbf_deform(const fmm_rbf_opts *opts, long nb, const double *bxyz, const 
     }
     if (!rc) rc = rbf_eval(p, 3, lam, alpha, m, xyz, s); /* the three components in one pass */
     if (!rc && m > 0) {
-        /* nodes on a boundary point take its displacement exactly */
+        /* nodes on a boundary point take its displacement exactly: the nearest boundary point
+           in the plan's units (where distances do not underflow), if equal */
         long *rank = calloc(nb, sizeof(long));
+        double *u = malloc(sizeof(double) * 3 * nb);
         rbf_kdtree t;
-        if (!rank) rc = FMM_ERR_NOMEM;
-        if (!rc) rc = rbf_kd_build(&t, nb, bxyz, rank, 16);
-        free(rank);
+        if (!rank || !u) rc = FMM_ERR_NOMEM;
+        for (long i = 0; i < nb && !rc; ++i)
+            u[3 * i] = p->x[i], u[3 * i + 1] = p->y[i], u[3 * i + 2] = p->z[i];
+        if (!rc) rc = rbf_kd_build(&t, nb, u, rank, 16);
+        free(rank), free(u);
         if (!rc) {
 #pragma omp parallel for
             for (long i = 0; i < m; ++i) {
                 long k;
-                double d2;
-                hit[i] = (rbf_kd_knn_rank(&t, xyz + 3 * i, 0, 1, &k, &d2) == 1 && d2 == 0) ? k : -1;
+                double d2, v[3];
+                for (int d = 0; d < 3; ++d) v[d] = ldexp(xyz[3 * i + d] - p->ctr[d], -p->lexp);
+                hit[i] = rbf_kd_knn_rank(&t, v, 0, 1, &k, &d2) == 1 && xyz[3 * i] == bxyz[3 * k] &&
+                                 xyz[3 * i + 1] == bxyz[3 * k + 1] &&
+                                 xyz[3 * i + 2] == bxyz[3 * k + 2]
+                             ? k
+                             : -1;
             }
             rbf_kd_free(&t);
             for (long i = 0; i < m; ++i)

@@ -1,6 +1,8 @@
 /* FGP-RBF plan: options, centres (k-d tree, L-sets, local cardinal functions), the Krylov
  * iteration of Faul, Goodsell & Powell (digest A.2, with the corrected step 6), evaluation,
  * and mesh deformation. */
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -35,6 +37,7 @@ void fmm_rbf_default_opts(fmm_rbf_opts *o) {
     o->threads = 0;
     o->seed = 1;
     o->mixed_precision = 1;
+    o->dense_max = FMM_RBF_DENSE_MAX;
 }
 
 static int check_opts(const fmm_rbf_opts *o) {
@@ -45,6 +48,7 @@ static int check_opts(const fmm_rbf_opts *o) {
     if (o->matvec < FMM_RBF_MATVEC_AUTO || o->matvec > FMM_RBF_MATVEC_BLDTT) return FMM_ERR_PARAM;
     if (!(o->series_tol == 0 || (o->series_tol > 0 && o->series_tol <= 1e-2))) return FMM_ERR_PARAM;
     if (o->mixed_precision != 0 && o->mixed_precision != 1) return FMM_ERR_PARAM;
+    if (o->dense_max < 0 || o->dense_max > FMM_RBF_DENSE_LIMIT) return FMM_ERR_PARAM;
     if (o->threads < 0 || o->threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     if (o->device != FMM_DEVICE_CPU && o->device != FMM_DEVICE_CUDA) return FMM_ERR_DEVICE;
     if (o->device == FMM_DEVICE_CUDA) {
@@ -68,7 +72,6 @@ int fmm_rbf_makeplan(const fmm_rbf_opts *opts, fmm_rbf_plan **plan) {
     if (!p) return FMM_ERR_NOMEM;
     p->o = *opts;
     p->threads = opts->threads > 0 ? opts->threads : omp_get_max_threads();
-    p->c2 = opts->shape * opts->shape;
     *plan = p;
     return 0;
 }
@@ -77,7 +80,8 @@ static void free_centres(fmm_rbf_plan *p) {
     free(p->x), free(p->y), free(p->z), free(p->perm), free(p->lcnt), free(p->lidx), free(p->lzeta);
     rbf_series_destroy(p->ser);
     bldtt_destroy(p->bl);
-    p->bl = NULL;
+    rbf_dense_destroy(p->dense);
+    p->bl = NULL, p->dense = NULL, p->fgp_off = 0;
 #ifdef FMM_HAVE_CUDA
     rbf_cuda_destroy(p->gpu);
 #endif
@@ -159,7 +163,7 @@ static int lset_query(const lset_index *L, const fmm_rbf_plan *p, long m, long *
 static void bldtt_set_opts(const fmm_rbf_plan *p, bldtt_opts *bo) {
     bldtt_default_opts(bo);
     bo->kernel = BLDTT_MULTIQUADRIC;
-    bo->param = p->o.shape;
+    bo->param = p->c;
     /* tolerance / 1000 by default: BLDTT's error per max|f| runs some 50x its nominal relative
        accuracy (sum |lambda| is tens of max|f|); with tolerance / 100, (0.7, 8) at tolerance
        1e-6 and N = 8000 left operator errors of 0.01-0.9 of the tolerance (11 seeds) */
@@ -171,6 +175,27 @@ static void bldtt_set_opts(const fmm_rbf_plan *p, bldtt_opts *bo) {
     bo->threads = p->o.threads;
 }
 
+int rbf_length_unit(long n, const double *xyz, double ctr[3], int *e) {
+    int emax = INT_MIN; /* the exponent of the largest extent */
+    for (int d = 0; d < 3; ++d) {
+        double lo = xyz[d], hi = lo;
+        for (long i = 1; i < n; ++i) {
+            lo = xyz[3 * i + d] < lo ? xyz[3 * i + d] : lo;
+            hi = xyz[3 * i + d] > hi ? xyz[3 * i + d] : hi;
+        }
+        ctr[d] = lo == hi ? lo : 0;
+        if (lo == hi) continue;
+        int ed;
+        if (isfinite(hi - lo))
+            frexp(hi - lo, &ed);
+        else
+            frexp(0.5 * hi - 0.5 * lo, &ed), ++ed; /* hi - lo overflows, half of it does not */
+        emax = ed > emax ? ed : emax;
+    }
+    *e = emax == INT_MIN ? 0 : emax;
+    return emax == INT_MIN ? FMM_ERR_COINCIDENT : 0;
+}
+
 int fmm_rbf_setpts(fmm_rbf_plan *p, long n, const double *xyz) {
     if (!p || (!xyz && n > 0)) return FMM_ERR_ARG;
     if (n < 2) return FMM_ERR_NPTS;
@@ -180,8 +205,15 @@ int fmm_rbf_setpts(fmm_rbf_plan *p, long n, const double *xyz) {
     double t0 = omp_get_wtime();
     fmm_rbf_plan tmp = *p; /* built here, swapped in on success */
     tmp.x = tmp.y = tmp.z = NULL, tmp.perm = NULL, tmp.lcnt = NULL, tmp.lidx = NULL;
-    tmp.lzeta = NULL, tmp.ser = NULL, tmp.gpu = NULL, tmp.bl = NULL;
+    tmp.lzeta = NULL, tmp.ser = NULL, tmp.gpu = NULL, tmp.bl = NULL, tmp.dense = NULL;
+    tmp.fgp_off = 0;
     tmp.n = n;
+    /* the plan's unit of length (all centres at one position: FMM_ERR_COINCIDENT) */
+    int rc = rbf_length_unit(n, xyz, tmp.ctr, &tmp.lexp);
+    if (rc) return rc;
+    const double c = ldexp(p->o.shape, -tmp.lexp);
+    tmp.c2 = c * c > DBL_MIN ? c * c : DBL_MIN; /* inf where c is beyond any extent */
+    tmp.c = sqrt(tmp.c2);
     int mv = p->o.matvec;
     if (mv == FMM_RBF_MATVEC_AUTO)
         mv = p->o.device == FMM_DEVICE_CPU
@@ -205,14 +237,23 @@ int fmm_rbf_setpts(fmm_rbf_plan *p, long n, const double *xyz) {
     tmp.lcnt = malloc(sizeof(int) * ns);
     tmp.lidx = malloc(sizeof(int) * ns * q);
     tmp.lzeta = malloc(sizeof(double) * ns * q);
-    int rc = 0;
+    double *nxyz = NULL; /* the centres interleaved in the plan's units (series, BLDTT) */
     lset_index kd;
     memset(&kd, 0, sizeof kd);
     if (!tmp.x || !tmp.y || !tmp.z || !tmp.perm || !tmp.lcnt || !tmp.lidx || !tmp.lzeta) {
         rc = FMM_ERR_NOMEM;
         goto fail;
     }
-    for (long i = 0; i < n; ++i) tmp.x[i] = xyz[3 * i], tmp.y[i] = xyz[3 * i + 1], tmp.z[i] = xyz[3 * i + 2];
+    for (long i = 0; i < n; ++i)
+        tmp.x[i] = ldexp(xyz[3 * i] - tmp.ctr[0], -tmp.lexp),
+        tmp.y[i] = ldexp(xyz[3 * i + 1] - tmp.ctr[1], -tmp.lexp),
+        tmp.z[i] = ldexp(xyz[3 * i + 2] - tmp.ctr[2], -tmp.lexp);
+    /* c so large that r^2 + c^2 rounds to c^2 over the whole set: every kernel value is the
+       same, no solver can tell the centres apart */
+    if (!(tmp.c2 + simd_extent2(n, tmp.x, tmp.y, tmp.z, 0, NULL, NULL, NULL, NULL) > tmp.c2)) {
+        rc = FMM_ERR_NOCONVERGE;
+        goto fail;
+    }
     /* the random order sigma (Fisher-Yates) */
     uint64_t st = p->o.seed;
     for (long i = 0; i < n; ++i) tmp.perm[i] = i;
@@ -276,7 +317,7 @@ int fmm_rbf_setpts(fmm_rbf_plan *p, long n, const double *xyz) {
                 }
                 tmp.lcnt[m] = cnt[v] = c;
             }
-            int bad = rbf_local_solve(q, cnt, px, py, pz, p->c2, work, zt);
+            int bad = rbf_local_solve(q, cnt, px, py, pz, tmp.c2, work, zt);
             for (int v = 0; v < RBF_LANES && b * RBF_LANES + v < ns; ++v) {
                 double *z = tmp.lzeta + (b * RBF_LANES + v) * q;
                 for (int i = 0; i < cnt[v]; ++i) z[i] = zt[i * RBF_LANES + v];
@@ -287,20 +328,32 @@ int fmm_rbf_setpts(fmm_rbf_plan *p, long n, const double *xyz) {
     }
     if (nomem) rc = FMM_ERR_NOMEM;
     else if (coincident) rc = FMM_ERR_COINCIDENT;
-    else if (degenerate > ns / 2) rc = FMM_ERR_NOCONVERGE; /* c far too large for the spacing */
+    else if (degenerate > ns / 2) { /* c far too large for the spacing */
+        if (n > p->o.dense_max) rc = FMM_ERR_NOCONVERGE;
+        tmp.fgp_off = 1; /* the fit takes the dense fallback directly */
+    }
     if (rc) goto fail;
     tmp.ndegenerate = degenerate;
+    if (mv == FMM_RBF_MATVEC_SERIES || mv == FMM_RBF_MATVEC_BLDTT) {
+        nxyz = malloc(sizeof(double) * 3 * n);
+        if (!nxyz) {
+            rc = FMM_ERR_NOMEM;
+            goto fail;
+        }
+        for (long i = 0; i < n; ++i)
+            nxyz[3 * i] = tmp.x[i], nxyz[3 * i + 1] = tmp.y[i], nxyz[3 * i + 2] = tmp.z[i];
+    }
     if (mv == FMM_RBF_MATVEC_SERIES) {
         double stol = p->o.series_tol > 0 ? p->o.series_tol : p->o.tolerance / 100;
         if (stol < 1e-12) stol = 1e-12;
-        rc = rbf_series_create(&tmp.ser, n, xyz, p->o.shape, stol);
+        rc = rbf_series_create(&tmp.ser, n, nxyz, tmp.c, stol);
         if (rc) goto fail;
     }
     if (mv == FMM_RBF_MATVEC_BLDTT) {
         bldtt_opts bo;
-        bldtt_set_opts(p, &bo);
+        bldtt_set_opts(&tmp, &bo);
         rc = bldtt_makeplan(&bo, &tmp.bl);
-        if (!rc) rc = bldtt_setpts(tmp.bl, n, xyz, 0, NULL);
+        if (!rc) rc = bldtt_setpts(tmp.bl, n, nxyz, 0, NULL);
         if (rc) goto fail;
     }
 #ifdef FMM_HAVE_CUDA
@@ -310,12 +363,14 @@ int fmm_rbf_setpts(fmm_rbf_plan *p, long n, const double *xyz) {
     }
 #endif
     lset_free(&kd);
+    free(nxyz);
     tmp.time_setup = omp_get_wtime() - t0;
     free_centres(p);
     *p = tmp;
     return 0;
 fail:
     lset_free(&kd);
+    free(nxyz);
     free_centres(&tmp);
     return rc;
 }
@@ -332,7 +387,7 @@ static int apply_approx(fmm_rbf_plan *p, const double *w, long m, const double *
         if (!tx) {
             int rc = bldtt_execute(p->bl, w, out, NULL);
             if (rc) return rc;
-            for (long i = 0; i < p->n; ++i) out[i] += p->o.shape * w[i];
+            for (long i = 0; i < p->n; ++i) out[i] += p->c * w[i];
             return 0;
         }
         bldtt_opts bo;
@@ -371,13 +426,46 @@ int rbf_plan_apply(fmm_rbf_plan *p, int nw, const double *w, long m, const doubl
     return rbf_direct_cpu(p->n, p->x, p->y, p->z, nw, w, p->c2, m, tx, ty, tz, out, p->threads);
 }
 
+static double max_abs(long n, const double *v) {
+    double m = 0;
+    for (long i = 0; i < n; ++i)
+        if (fabs(v[i]) > m) m = fabs(v[i]);
+    return m;
+}
+
+/* rbf_plan_apply for weights w and results out in the caller's units (targets in the plan's):
+ * each w + k n in units of 2^ew, its largest magnitude in [1/2, 1), the sums scaled back by
+ * 2^(lexp + ew), all exact but where an output leaves double's range: FMM_ERR_RANGE for one that
+ * overflows */
+static int apply_scaled(fmm_rbf_plan *p, int nw, const double *w, long m, const double *tx,
+                        const double *ty, const double *tz, double *out) {
+    const long n = p->n, mm = tx ? m : n;
+    double *ws = calloc((size_t)nw * n, sizeof(double));
+    if (!ws) return FMM_ERR_NOMEM;
+    int ew[RBF_MAXW];
+    for (int k = 0; k < nw; ++k) {
+        const double wm = max_abs(n, w + k * n);
+        ew[k] = 0;
+        if (wm > 0) frexp(wm, &ew[k]);
+        for (long i = 0; i < n; ++i) ws[k * n + i] = ldexp(w[k * n + i], -ew[k]);
+    }
+    int rc = rbf_plan_apply(p, nw, ws, m, tx, ty, tz, out);
+    free(ws);
+    for (int k = 0; k < nw && !rc; ++k)
+        for (long i = 0; i < mm; ++i) {
+            out[k * mm + i] = ldexp(out[k * mm + i], p->lexp + ew[k]);
+            if (!isfinite(out[k * mm + i])) rc = FMM_ERR_RANGE;
+        }
+    return rc;
+}
+
 int fmm_rbf_matvec(fmm_rbf_plan *p, const double *w, double *out, double *ms) {
     if (!p || !w || !out) return FMM_ERR_ARG;
     if (p->n == 0) return FMM_ERR_NOPTS;
     for (long i = 0; i < p->n; ++i)
         if (!isfinite(w[i])) return FMM_ERR_NONFINITE;
     double t0 = omp_get_wtime();
-    int rc = rbf_plan_apply(p, 1, w, 0, NULL, NULL, NULL, out);
+    int rc = apply_scaled(p, 1, w, 0, NULL, NULL, NULL, out);
     if (ms) *ms = 1e3 * (omp_get_wtime() - t0);
     return rc;
 }
@@ -388,13 +476,6 @@ int fmm_rbf_get_method(const fmm_rbf_plan *p, int *matvec, int *lset_size) {
     if (matvec) *matvec = p->matvec;
     if (lset_size) *lset_size = p->q;
     return 0;
-}
-
-static double max_abs(long n, const double *v) {
-    double m = 0;
-    for (long i = 0; i < n; ++i)
-        if (fabs(v[i]) > m) m = fabs(v[i]);
-    return m;
 }
 
 /* Centres at which the fit checks an approximate mat-vec (series, BLDTT) against the exact sum. */
@@ -486,13 +567,10 @@ static int apply_many(fmm_rbf_plan *p, int nv, const double *const *w, double *w
     return rbf_plan_apply(p, nv, win, 0, NULL, NULL, NULL, out);
 }
 
-int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *alpha,
-            fmm_rbf_result *res) {
-    if (!p || !f || !lambda || !alpha || nw < 1 || nw > RBF_MAXW) return FMM_ERR_ARG;
-    if (p->n == 0) return FMM_ERR_NOPTS;
+/* the FGP iteration of rbf_fit, in the plan's units; res is filled in (not NULL) */
+static int fgp_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *alpha,
+                   fmm_rbf_result *res) {
     const long n = p->n;
-    for (long i = 0; i < nw * n; ++i)
-        if (!isfinite(f[i])) return FMM_ERR_NONFINITE;
     double t0 = omp_get_wtime(), tmv = 0;
     /* With the direct sums (CPU or GPU) further weight vectors cost little (the square roots
        bound them): the right-hand sides share each pass, and a side whose next step is expected
@@ -695,21 +773,96 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
         if (rc) break;
     }
     for (int k = 0; k < nw; ++k) alpha[k] = a[k];
-    if (res) {
-        res->iterations = 0, res->max_residual = 0;
-        for (int k = 0; k < nw; ++k) {
-            res->iterations = it[k] > res->iterations ? it[k] : res->iterations;
-            const double e = (rmax[k] + operr[k]) / (fscale[k] > 0 ? fscale[k] : 1);
-            res->max_residual = e > res->max_residual ? e : res->max_residual;
-        }
-        res->time_setup_s = p->time_setup;
-        res->time_fit_s = omp_get_wtime() - t0;
-        res->time_matvec_s = tmv;
-        res->single_passes = nsingle;
-        res->matvec = p->matvec;
-        res->device = p->o.device;
+    res->iterations = 0, res->max_residual = 0;
+    for (int k = 0; k < nw; ++k) {
+        res->iterations = it[k] > res->iterations ? it[k] : res->iterations;
+        const double e = (rmax[k] + operr[k]) / (fscale[k] > 0 ? fscale[k] : 1);
+        res->max_residual = e > res->max_residual ? e : res->max_residual;
     }
+    res->time_setup_s = p->time_setup;
+    res->time_fit_s = omp_get_wtime() - t0;
+    res->time_matvec_s = tmv;
+    res->single_passes = nsingle;
+    res->matvec = p->matvec;
+    res->device = p->o.device;
+    res->solver = FMM_RBF_SOLVER_FGP;
     free(buf), free(tb), free(slots);
+    return rc;
+}
+
+/* Whether coefficients lambda' (the plan's units, for values f in units of 2^ef) lose more than
+ * 1% of the tolerance thr when written in the caller's units, 2^(ef - lexp) lambda': those below
+ * double's smallest normal number keep only a fixed absolute precision, 2^-1075 each, which
+ * moves s(x_i) by up to n 2^-1075 phi_max in the caller's units. */
+static int lambda_underflows(const fmm_rbf_plan *p, int ef, double thr) {
+    const double phimax =
+        sqrt(simd_extent2(p->n, p->x, p->y, p->z, 0, NULL, NULL, NULL, NULL) + p->c2);
+    return log2((double)p->n * phimax) - 1075.0 + (p->lexp - ef) > log2(0.01 * thr);
+}
+
+int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *alpha,
+            fmm_rbf_result *res) {
+    if (!p || !f || !lambda || !alpha || nw < 1 || nw > RBF_MAXW) return FMM_ERR_ARG;
+    if (p->n == 0) return FMM_ERR_NOPTS;
+    const long n = p->n;
+    for (long i = 0; i < nw * n; ++i)
+        if (!isfinite(f[i])) return FMM_ERR_NONFINITE;
+    const double t0 = omp_get_wtime();
+    /* each side's values in units of 2^ef[k], their largest magnitude in [1/2, 1): the fit is
+       linear in f, and scaling by a power of 2 is exact */
+    double *fs = malloc(sizeof(double) * nw * n), *keep = malloc(sizeof(double) * nw * n);
+    if (!fs || !keep) {
+        free(fs), free(keep);
+        return FMM_ERR_NOMEM;
+    }
+    int ef[RBF_MAXW];
+    double thr[RBF_MAXW], akeep[RBF_MAXW], rmax[RBF_MAXW];
+    for (int k = 0; k < nw; ++k) {
+        const double fm = max_abs(n, f + k * n);
+        ef[k] = 0;
+        if (fm > 0) frexp(fm, &ef[k]);
+        for (long i = 0; i < n; ++i) fs[k * n + i] = ldexp(f[k * n + i], -ef[k]);
+        thr[k] = p->o.tolerance * (fm > 0 ? ldexp(fm, -ef[k]) : 1);
+    }
+    fmm_rbf_result r;
+    memset(&r, 0, sizeof r);
+    int rc;
+    if (p->fgp_off) { /* the local systems said it: FGP cannot work here */
+        rc = FMM_ERR_NOCONVERGE, r.max_residual = INFINITY;
+        r.time_setup_s = p->time_setup, r.matvec = p->matvec, r.device = p->o.device;
+        for (long i = 0; i < nw * n; ++i) lambda[i] = 0;
+        for (int k = 0; k < nw; ++k) alpha[k] = 0;
+    } else {
+        rc = fgp_fit(p, nw, fs, lambda, alpha, &r);
+    }
+    if (rc == FMM_ERR_NOCONVERGE && n <= p->o.dense_max) {
+        /* the dense fallback; where it fails too, the better of the two iterates is returned */
+        memcpy(keep, lambda, sizeof(double) * nw * n);
+        memcpy(akeep, alpha, sizeof(double) * nw);
+        const int rd = rbf_dense_fit(p, nw, fs, thr, lambda, alpha, rmax);
+        double e = 0;
+        for (int k = 0; k < nw; ++k) e = fmax(e, rmax[k] / (thr[k] / p->o.tolerance));
+        if (rd == 0 || (rd == FMM_ERR_NOCONVERGE && e < r.max_residual)) {
+            r.solver = FMM_RBF_SOLVER_DENSE, r.max_residual = e;
+        } else {
+            memcpy(lambda, keep, sizeof(double) * nw * n);
+            memcpy(alpha, akeep, sizeof(double) * nw);
+        }
+        rc = rd;
+    }
+    /* back to the caller's units: lambda 2^(ef - lexp), alpha 2^ef */
+    for (int k = 0; k < nw; ++k) {
+        alpha[k] = ldexp(alpha[k], ef[k]);
+        for (long i = 0; i < n; ++i) {
+            double *l = lambda + k * n + i;
+            *l = ldexp(*l, ef[k] - p->lexp);
+            if (!isfinite(*l) && !rc) rc = FMM_ERR_RANGE;
+        }
+        if (!rc && lambda_underflows(p, ef[k], thr[k])) rc = FMM_ERR_RANGE;
+    }
+    free(fs), free(keep);
+    r.time_fit_s = omp_get_wtime() - t0;
+    if (res) *res = r;
     return rc;
 }
 
@@ -731,13 +884,16 @@ int rbf_eval(fmm_rbf_plan *p, int nw, const double *lambda, const double *alpha,
     if (m == 0) return 0;
     double *t = malloc(sizeof(double) * 3 * m);
     if (!t) return FMM_ERR_NOMEM;
-    for (long i = 0; i < m; ++i) t[i] = xyz[3 * i], t[m + i] = xyz[3 * i + 1], t[2 * m + i] = xyz[3 * i + 2];
-    int rc = rbf_plan_apply(p, nw, lambda, m, t, t + m, t + 2 * m, s);
+    for (long i = 0; i < m; ++i) /* the points in the plan's units */
+        for (int d = 0; d < 3; ++d) t[d * m + i] = ldexp(xyz[3 * i + d] - p->ctr[d], -p->lexp);
+    int rc = apply_scaled(p, nw, lambda, m, t, t + m, t + 2 * m, s);
     free(t);
-    if (rc) return rc;
-    for (int k = 0; k < nw; ++k)
-        for (long i = 0; i < m; ++i) s[k * m + i] += alpha[k];
-    return 0;
+    for (int k = 0; k < nw && !rc; ++k)
+        for (long i = 0; i < m; ++i) {
+            s[k * m + i] += alpha[k];
+            if (!isfinite(s[k * m + i])) rc = FMM_ERR_RANGE;
+        }
+    return rc;
 }
 
 int fmm_rbf_eval(fmm_rbf_plan *p, const double *lambda, double alpha, long m, const double *xyz,
@@ -752,10 +908,21 @@ const char *fmm_rbf_strerror(int status) {
     case FMM_ERR_TOLERANCE: return "rbf: tolerance out of range [1e-13, 0.5]";
     case FMM_ERR_PARAM:
         return "rbf: parameter out of range (shape c must be finite and > 0; L-set size 0 or "
-               "2..200; max_iter >= 1; series_tol 0 or (0, 1e-2]; mixed_precision 0 or 1)";
-    case FMM_ERR_COINCIDENT: return "rbf: two centres at the same position (duplicate centres)";
+               "2..200; max_iter >= 1; series_tol 0 or (0, 1e-2]; mixed_precision 0 or 1; "
+               "dense_max 0..20000)";
+    case FMM_ERR_COINCIDENT:
+        return "rbf: two centres at the same position (duplicate centres), or too close to tell "
+               "apart in double precision relative to the extent of the set";
     case FMM_ERR_NOPTS: return "rbf: no centres set: call fmm_rbf_setpts first";
-    case FMM_ERR_NOCONVERGE: return "rbf: the FGP iteration did not reach the tolerance (max_iter, breakdown, or local systems singular: shape c too large for the spacing)";
+    case FMM_ERR_NOCONVERGE:
+        return "rbf: the fit did not reach the tolerance: the FGP iteration stopped (max_iter, a "
+               "breakdown, or local systems singular), and the dense LU fallback (up to dense_max "
+               "centres) was not taken or could not solve the system either (shape c far too large "
+               "for the spacing of the centres, or centres nearly coincident)";
+    case FMM_ERR_RANGE:
+        return "rbf: a result beyond the range of double precision (coefficients lambda for "
+               "coordinates far larger or smaller than the values f, or s or Phi w overflowing): "
+               "change the units of the input";
     case FMM_ERR_UNSUPPORTED: return "rbf: mat-vec not available (the series mat-vec runs on the CPU only)";
     default: return fmm_strerror(status);
     }

@@ -66,11 +66,35 @@ int rbf_cuda_matvec(rbf_cuda *g, double c2, int nw, const double *w, long m, con
                     const double *ty, const double *tz, double *out);
 void rbf_cuda_destroy(rbf_cuda *g);
 
+/* ---- the dense fallback of the fit (rbf/dense.c) ---- */
+typedef struct rbf_dense rbf_dense; /* the LU factors of the plan's saddle-point system */
+/* nw (1 .. RBF_MAXW) sides f + k n (the plan's units) solved with the LU factors (factored on
+ * first use, kept in the plan), each refined with the exact direct sum until max|r| <= thr[k];
+ * lambda + k n, alpha[k] receive the best iterate, rmax[k] its max|r| (INFINITY where none was
+ * finite). FMM_ERR_NOCONVERGE where a side stays above thr[k] or the matrix is singular to
+ * working precision, FMM_ERR_NOMEM. */
+int rbf_dense_fit(fmm_rbf_plan *p, int nw, const double *f, const double *thr, double *lambda,
+                  double *alpha, double *rmax);
+void rbf_dense_destroy(rbf_dense *d);
+
+/* ---- lengths in the plan's units ---- */
+/* The unit of a set of n points (interleaved xyz): 2^e with the largest half-extent of their
+ * bounding box in [2^(e-1), 2^e), so that scaling by it is exact; ctr[d] the coordinate that
+ * all points share in dimension d (subtracted exactly: the only case where x / 2^e could
+ * overflow), else 0. A point x is ldexp(x[d] - ctr[d], -e) in these units. Returns 0, or
+ * FMM_ERR_COINCIDENT where all points are at one position (e = 0, ctr = that position). */
+int rbf_length_unit(long n, const double *xyz, double ctr[3], int *e);
+
 struct fmm_rbf_plan {
     fmm_rbf_opts o;
     int threads;   /* resolved */
-    double c2;
-    /* centres */
+    /* The plan works in its own unit of length (rbf_length_unit of the centres: extent 1 to 2),
+       where every kernel value is that in the caller's units times 2^-lexp exactly; the public
+       entry points convert. c2: c^2 in these units, at least DBL_MIN (below, c makes no
+       difference in double: extent^2 is ~1), c = sqrt(c2) */
+    int lexp;
+    double ctr[3], c, c2;
+    /* centres, in the plan's units */
     long n;
     double *x, *y, *z;
     /* L-sets: set m (for centre perm[m], m = 0 .. n-2) holds lcnt[m] entries at m*q */
@@ -80,6 +104,8 @@ struct fmm_rbf_plan {
     int *lidx;
     double *lzeta; /* zeta / sqrt(-zeta^T Phi zeta): the normalised local cardinal coefficients */
     long ndegenerate; /* sets skipped: their local system was numerically singular */
+    int fgp_off;      /* more than half of them: the fit goes to the dense solve directly */
+    rbf_dense *dense; /* LU factors of the fallback, once a fit needed them (else NULL) */
     int matvec;    /* resolved method */
     rbf_series *ser;
     rbf_cuda *gpu;
@@ -88,16 +114,20 @@ struct fmm_rbf_plan {
 };
 
 /* mat-vec of nw (1 .. RBF_MAXW) weight vectors w + k n at m targets (NULL: the centres, m = n)
- * into out + k m, by the plan's method (the direct sums take all nw in one pass) */
+ * into out + k m, by the plan's method (the direct sums take all nw in one pass); targets and
+ * results in the plan's units */
 int rbf_plan_apply(fmm_rbf_plan *p, int nw, const double *w, long m, const double *tx,
                    const double *ty, const double *tz, double *out);
-/* the FGP fit of nw (1 .. RBF_MAXW) right-hand sides f + k n at once (lambda + k n, alpha[k]):
- * each has its own iteration and stop; their mat-vecs share the direct sums' passes. res:
- * the most iterations and the largest residual of the nw. fmm_rbf_execute is nw = 1. */
+/* the fit of nw (1 .. RBF_MAXW) right-hand sides f + k n at once (lambda + k n, alpha[k]; the
+ * caller's units): by the FGP iteration, each side with its own iteration and stop, their
+ * mat-vecs sharing the direct sums' passes; then, where it fails, the dense fallback for all
+ * sides. res: the most iterations and the largest residual of the nw. fmm_rbf_execute is
+ * nw = 1. */
 int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *alpha,
             fmm_rbf_result *res);
 /* s_k(y) = sum_i lambda[k n + i] phi(|y - x_i|) + alpha[k] at m points (interleaved xyz) into
- * s + k m, for nw (1 .. RBF_MAXW) interpolants; the checks of fmm_rbf_eval */
+ * s + k m, for nw (1 .. RBF_MAXW) interpolants (the caller's units); the checks of
+ * fmm_rbf_eval */
 int rbf_eval(fmm_rbf_plan *p, int nw, const double *lambda, const double *alpha, long m,
              const double *xyz, double *s);
 

@@ -535,7 +535,8 @@ TEST(RbfSeries, FitThroughSeries) {
 }
 
 // An approximate mat-vec too coarse for the tolerance: the fit's check against the exact sum
-// sees it and reports FMM_ERR_NOCONVERGE instead of a residual it cannot vouch for.
+// sees it and reports FMM_ERR_NOCONVERGE instead of a residual it cannot vouch for (without the
+// dense fallback, which would solve these 4000 centres with exact kernel values).
 TEST(RbfBldtt, CoarseMatvecForTheToleranceIsRefused) {
     uint64_t seed = test_seed(9);
     auto x = points(CLUSTERED, 4000, seed);
@@ -543,6 +544,7 @@ TEST(RbfBldtt, CoarseMatvecForTheToleranceIsRefused) {
     fmm_rbf_opts o = opts(0.01, 1e-10);
     o.matvec = FMM_RBF_MATVEC_BLDTT;
     o.series_tol = 1e-2; /* BLDTT (0.7, 5): some 1e-5 relative */
+    o.dense_max = 0;
     Fit r = fit(x, f, o);
     EXPECT_EQ(r.rc, FMM_ERR_NOCONVERGE) << fmm_rbf_strerror(r.rc);
     EXPECT_GT(r.res.max_residual, 1e-10);
@@ -625,6 +627,10 @@ TEST(RbfApi, RejectsBadInput) {
         EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
         b = o, b.mixed_precision = 2;
         EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM);
+        for (int d : {-1, FMM_RBF_DENSE_LIMIT + 1}) {
+            b = o, b.dense_max = d;
+            EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_PARAM) << d;
+        }
         for (int t : {-1, FMM_THREADS_MAX + 1, 100000, INT_MAX}) {
             b = o, b.threads = t;
             EXPECT_EQ(fmm_rbf_makeplan(&b, &p), FMM_ERR_THREADS) << t;
@@ -673,10 +679,11 @@ TEST(RbfApi, RejectsBadInput) {
     EXPECT_EQ(fmm_rbf_eval(p, lam.data(), a, 4, xn.data(), s.data()), FMM_ERR_NONFINITE);
     EXPECT_EQ(fmm_rbf_eval(p, lam.data(), a, -1, x.data(), s.data()), FMM_ERR_ARG);
     EXPECT_EQ(fmm_rbf_eval(p, lam.data(), a, 0, nullptr, nullptr), FMM_OK);
-    /* max_iter = 1 on a problem that needs more: NOCONVERGE with the residual reported */
+    /* max_iter = 1 on a problem that needs more: without the dense fallback NOCONVERGE with the
+       residual reported; with it (the default) the dense solve, checked at every centre */
     fmm_rbf_plan *q;
     fmm_rbf_opts b = opts(0.05, 1e-12);
-    b.max_iter = 1;
+    b.max_iter = 1, b.dense_max = 0;
     ASSERT_EQ(fmm_rbf_makeplan(&b, &q), FMM_OK);
     auto big = points(RANDOM, 500, 99);
     auto fbig = values(big);
@@ -685,6 +692,21 @@ TEST(RbfApi, RejectsBadInput) {
     EXPECT_EQ(fmm_rbf_execute(q, fbig.data(), lb.data(), &a, &r), FMM_ERR_NOCONVERGE);
     EXPECT_EQ(r.iterations, 1);
     EXPECT_GT(r.max_residual, 1e-12);
+    EXPECT_EQ(r.solver, FMM_RBF_SOLVER_FGP);
+    fmm_rbf_destroy(q);
+    b.dense_max = FMM_RBF_DENSE_MAX;
+    ASSERT_EQ(fmm_rbf_makeplan(&b, &q), FMM_OK);
+    ASSERT_EQ(fmm_rbf_setpts(q, 500, big.data()), FMM_OK);
+    ASSERT_EQ(fmm_rbf_execute(q, fbig.data(), lb.data(), &a, &r), FMM_OK);
+    EXPECT_EQ(r.iterations, 1);
+    EXPECT_EQ(r.solver, FMM_RBF_SOLVER_DENSE);
+    EXPECT_LE(r.max_residual, 1e-12);
+    {
+        auto sb = direct_eval(big, lb, a, 0.05, big);
+        double e = 0;
+        for (int i = 0; i < 500; ++i) e = std::max(e, std::fabs(sb[i] - fbig[i]));
+        EXPECT_LE(e, 1e-12 * max_abs(fbig)) << "the dense fallback's residual at the centres";
+    }
     fmm_rbf_destroy(q);
     fmm_rbf_destroy(p);
     fmm_rbf_destroy(nullptr);
@@ -1026,6 +1048,222 @@ TEST(RbfRepeat, BitwiseForTheSameThreadCount) {
                 first = all;
             else
                 EXPECT_TRUE(same_bits(all, first)) << "threads " << threads << " repeat " << rep;
+        }
+    }
+}
+
+// ---- extreme length scales ----------------------------------------------------------------
+
+// The multiquadric scales with length when c does: with centres, points and c multiplied by s,
+// lambda is 1/s times, alpha and s(y) unchanged, Phi w s times. The plan works in units of the
+// set's extent (a power of 2), so at s = 2^-900 and 2^900 every output is bitwise that at s = 1
+// times the power of s; at the issue's scales (1e-300 .. 1e300) the fit meets the tolerance at
+// every centre (checked in unscaled units). Before, 1e-300 gave "duplicate centres" (squared
+// distances underflowed), and 1e300 infinite kernel values.
+TEST(RbfScale, ExtremeScalesGiveTheScaledFit) {
+    uint64_t seed = test_seed(22);
+    const long n = 600, m = 200;
+    const double c = 0.05, tol = 1e-9;
+    auto x = points(CLUSTERED, n, seed);
+    auto f = values(x);
+    auto y = points(RANDOM, m, seed + 1);
+    std::mt19937_64 g(seed + 2);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<double> w(n);
+    for (auto &v : w) v = u(g);
+    struct Out {
+        int rc = -1, iterations = 0;
+        std::vector<double> lam, s, mv;
+        double alpha = 0, h = 0;
+    };
+    auto run = [&](double sc) {
+        Out r;
+        std::vector<double> xs = x, ys = y;
+        for (auto &v : xs) v *= sc;
+        for (auto &v : ys) v *= sc;
+        fmm_rbf_opts o = opts(c * sc, tol);
+        o.threads = 2;
+        fmm_rbf_plan *p;
+        r.lam.assign(n, 0), r.s.assign(m, 0), r.mv.assign(n, 0);
+        fmm_rbf_result res;
+        r.rc = fmm_rbf_makeplan(&o, &p);
+        if (!r.rc) r.rc = fmm_rbf_setpts(p, n, xs.data());
+        if (!r.rc) r.rc = fmm_rbf_execute(p, f.data(), r.lam.data(), &r.alpha, &res);
+        if (!r.rc) r.rc = fmm_rbf_eval(p, r.lam.data(), r.alpha, m, ys.data(), r.s.data());
+        if (!r.rc) r.rc = fmm_rbf_matvec(p, w.data(), r.mv.data(), nullptr);
+        if (!r.rc) r.rc = fmm_rbf_mean_spacing(n, xs.data(), &r.h);
+        r.iterations = res.iterations;
+        fmm_rbf_destroy(p);
+        return r;
+    };
+    const Out one = run(1.0);
+    ASSERT_EQ(one.rc, FMM_OK) << fmm_rbf_strerror(one.rc);
+    for (int k : {-900, 900}) {
+        const double sc = std::ldexp(1.0, k);
+        Out r = run(sc);
+        ASSERT_EQ(r.rc, FMM_OK) << fmm_rbf_strerror(r.rc) << " at 2^" << k;
+        for (auto &v : r.lam) v = std::ldexp(v, k);
+        for (auto &v : r.mv) v = std::ldexp(v, -k);
+        EXPECT_TRUE(same_bits(r.lam, one.lam)) << "lambda at 2^" << k;
+        EXPECT_TRUE(same_bits(r.s, one.s)) << "s(y) at 2^" << k;
+        EXPECT_TRUE(same_bits(r.mv, one.mv)) << "Phi w at 2^" << k;
+        EXPECT_EQ(r.alpha, one.alpha) << "at 2^" << k;
+        EXPECT_EQ(std::ldexp(r.h, -k), one.h) << "mean spacing at 2^" << k;
+        EXPECT_EQ(r.iterations, one.iterations);
+    }
+    const double fm = max_abs(f);
+    for (double sc : {1e-300, 1e-160, 1e-110, 1e110, 1e160, 1e300}) {
+        Out r = run(sc);
+        ASSERT_EQ(r.rc, FMM_OK) << fmm_rbf_strerror(r.rc) << " at scale " << sc;
+        /* the interpolation condition in unscaled units: x_i as given (x sc) / sc, lambda sc */
+        std::vector<double> xb(3 * n), lb(n);
+        for (long i = 0; i < 3 * n; ++i) xb[i] = (x[i] * sc) / sc;
+        for (long i = 0; i < n; ++i) lb[i] = r.lam[i] * sc;
+        auto s = direct_eval(xb, lb, r.alpha, (c * sc) / sc, xb);
+        double e = 0, es = 0, em = 0, mm = max_abs(one.mv);
+        for (long i = 0; i < n; ++i) e = std::max(e, std::fabs(s[i] - f[i]));
+        EXPECT_LE(e, tol * fm) << "residual at scale " << sc;
+        /* evaluation and mat-vec against the unscaled plan's (another iterate: to the
+           tolerance's order) */
+        for (long i = 0; i < m; ++i) es = std::max(es, std::fabs(r.s[i] - one.s[i]));
+        for (long i = 0; i < n; ++i) em = std::max(em, std::fabs(r.mv[i] / sc - one.mv[i]));
+        EXPECT_LE(es, 1e-6 * fm) << "s(y) at scale " << sc;
+        EXPECT_LE(em, 1e-12 * mm) << "Phi w at scale " << sc;
+        EXPECT_NEAR(r.h / sc, one.h, 1e-12 * one.h) << "mean spacing at scale " << sc;
+    }
+}
+
+// Results beyond double's range are refused with FMM_ERR_RANGE, never returned as inf, NaN or
+// zeros: lambda for centres at 1e300 with values of 1e-300 (lambda ~ 1e-600), a mat-vec of
+// weights 1e300 over centres 1e300 apart (~1e600); and s at a point 1e308 away from centres
+// 1e-10 apart, whose distance in the plan's units (~1e318) double cannot hold.
+TEST(RbfScale, UnrepresentableResultsAreRangeErrors) {
+    uint64_t seed = test_seed(23);
+    const long n = 200;
+    auto x = points(RANDOM, n, seed);
+    auto f = values(x);
+    for (auto &v : f) v *= 1e-300;
+    std::vector<double> xb = x, lam(n), out(n), w(n, 1e300);
+    for (auto &v : xb) v *= 1e300;
+    fmm_rbf_opts o = opts(0.1e300, 1e-8);
+    fmm_rbf_plan *p;
+    ASSERT_EQ(fmm_rbf_makeplan(&o, &p), FMM_OK);
+    ASSERT_EQ(fmm_rbf_setpts(p, n, xb.data()), FMM_OK);
+    double alpha;
+    EXPECT_EQ(fmm_rbf_execute(p, f.data(), lam.data(), &alpha, nullptr), FMM_ERR_RANGE);
+    EXPECT_EQ(fmm_rbf_matvec(p, w.data(), out.data(), nullptr), FMM_ERR_RANGE);
+    fmm_rbf_destroy(p);
+    std::vector<double> xs = x;
+    for (auto &v : xs) v *= 1e-10;
+    o = opts(0.1e-10, 1e-8);
+    ASSERT_EQ(fmm_rbf_makeplan(&o, &p), FMM_OK);
+    ASSERT_EQ(fmm_rbf_setpts(p, n, xs.data()), FMM_OK);
+    f = values(x);
+    ASSERT_EQ(fmm_rbf_execute(p, f.data(), lam.data(), &alpha, nullptr), FMM_OK);
+    double far[3] = {1e308, 0, 0}, s;
+    EXPECT_EQ(fmm_rbf_eval(p, lam.data(), alpha, 1, far, &s), FMM_ERR_RANGE);
+    fmm_rbf_destroy(p);
+    EXPECT_NE(std::string(fmm_rbf_strerror(FMM_ERR_RANGE)).find("range"), std::string::npos);
+}
+
+// ---- the dense fallback -------------------------------------------------------------------
+
+namespace {
+
+/* n centres, ncl of them in a Gaussian cluster of width wcl at a random place inside the unit
+   cube, the others uniform in it */
+std::vector<double> clustered_in_cube(long n, long ncl, double wcl, uint64_t seed) {
+    std::mt19937_64 g(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::normal_distribution<double> nd(0, 1);
+    const double cx = 0.3 + 0.4 * u(g), cy = 0.3 + 0.4 * u(g), cz = 0.3 + 0.4 * u(g);
+    std::vector<double> x(3 * n);
+    for (long i = 0; i < n; ++i) {
+        if (i < n - ncl)
+            for (int d = 0; d < 3; ++d) x[3 * i + d] = u(g);
+        else
+            x[3 * i] = cx + wcl * nd(g), x[3 * i + 1] = cy + wcl * nd(g),
+                  x[3 * i + 2] = cz + wcl * nd(g);
+    }
+    return x;
+}
+
+} // namespace
+
+// Issue 33, defect 10: 1500 centres, 300 of them in a tight cluster, c = 0.3, tolerance 1e-8:
+// the FGP iteration breaks down (the cluster's local systems are singular for this c), where an
+// LU of the same system solves it. The fit falls back to its dense LU solve and says so; its
+// residual is checked here at every centre with an independent sum (long double, as the
+// fallback's own check: a double sum's rounding is of the tolerance's order here, sum |lambda|
+// being ~1e8 max|f|). With 1000 of the 1500 in the cluster more than half of the local systems are
+// singular: setpts used to refuse the set (FMM_ERR_NOCONVERGE), now the fit goes to the dense
+// solve directly. And mesh deformation (three sides at once) over the same boundary points.
+TEST(RbfDense, FitWhereFgpFails) {
+    uint64_t seed = test_seed(24);
+    const long n = 1500;
+    const double c = 0.3, tol = 1e-8;
+    for (long ncl : {300L, 1000L}) {
+        auto x = clustered_in_cube(n, ncl, ncl == 300 ? 0.01 : 0.001, seed + ncl);
+        auto f = values(x);
+        Fit r = fit(x, f, opts(c, tol));
+        ASSERT_EQ(r.rc, FMM_OK) << fmm_rbf_strerror(r.rc) << ", cluster of " << ncl;
+        EXPECT_EQ(r.res.solver, FMM_RBF_SOLVER_DENSE);
+        if (ncl == 1000) {
+            EXPECT_EQ(r.res.iterations, 0) << "FGP not tried: most local systems singular";
+        }
+        EXPECT_LE(r.res.max_residual, tol);
+        auto s = direct_eval(x, r.lam, r.alpha, c, x);
+        const double fm = max_abs(f);
+        double e = 0, sl = 0, al = 0;
+        for (long i = 0; i < n; ++i) e = std::max(e, std::fabs(s[i] - f[i]));
+        for (double v : r.lam) sl += v, al += std::fabs(v);
+        EXPECT_LE(e, tol * fm) << "residual at the centres, cluster of " << ncl;
+        EXPECT_LE(std::fabs(sl), 1e-12 * al) << "side condition sum lambda = 0";
+        std::cout << "cluster of " << ncl << ": FGP iterations " << r.res.iterations
+                  << ", dense fallback residual " << e / fm << " (reported " << r.res.max_residual
+                  << "), sum |lambda| " << al << ", fit " << r.res.time_fit_s << " s" << std::endl;
+        if (ncl == 300) {
+            /* three sides at once, as mesh deformation fits them: the dense solves are those of
+               the sides fitted one at a time with one plan (which factors the matrix once) */
+            std::vector<double> disp(3 * n);
+            for (long i = 0; i < n; ++i)
+                disp[3 * i] = 0.01 * f[i], disp[3 * i + 1] = 0.02 * (x[3 * i] + x[3 * i + 1]),
+                         disp[3 * i + 2] = 0.01 * (1 + x[3 * i + 2] * x[3 * i + 2]);
+            const long m = 300;
+            auto nodes = points(RANDOM, m, seed + 3);
+            const auto before = nodes;
+            fmm_rbf_opts o = opts(c, tol);
+            fmm_rbf_result rd;
+            int rc = fmm_rbf_deform(&o, n, x.data(), disp.data(), m, nodes.data(), &rd);
+            ASSERT_EQ(rc, FMM_OK) << fmm_rbf_strerror(rc);
+            EXPECT_EQ(rd.solver, FMM_RBF_SOLVER_DENSE);
+            EXPECT_LE(rd.max_residual, tol);
+            fmm_rbf_plan *p;
+            ASSERT_EQ(fmm_rbf_makeplan(&o, &p), FMM_OK);
+            ASSERT_EQ(fmm_rbf_setpts(p, n, x.data()), FMM_OK);
+            double dmax = 0, en = 0;
+            for (double v : disp) dmax = std::max(dmax, std::fabs(v));
+            for (int d = 0; d < 3; ++d) {
+                std::vector<double> fd(n), lam(n);
+                double a;
+                fmm_rbf_result r1;
+                for (long i = 0; i < n; ++i) fd[i] = disp[3 * i + d];
+                rc = fmm_rbf_execute(p, fd.data(), lam.data(), &a, &r1);
+                ASSERT_EQ(rc, FMM_OK) << fmm_rbf_strerror(rc) << " component " << d;
+                EXPECT_EQ(r1.solver, FMM_RBF_SOLVER_DENSE);
+                auto sf = direct_eval(x, lam, a, c, x);
+                double ef = 0;
+                for (long i = 0; i < n; ++i) ef = std::max(ef, std::fabs(sf[i] - fd[i]));
+                EXPECT_LE(ef, tol * max_abs(fd)) << "component " << d;
+                /* the nodes by the library's evaluation, as deform's (in double: its rounding,
+                   ~1e-8 of max|f| with these lambda, is no test of the fit) */
+                std::vector<double> sy(m);
+                ASSERT_EQ(fmm_rbf_eval(p, lam.data(), a, m, before.data(), sy.data()), FMM_OK);
+                for (long i = 0; i < m; ++i)
+                    en = std::max(en, std::fabs(nodes[3 * i + d] - before[3 * i + d] - sy[i]));
+            }
+            fmm_rbf_destroy(p);
+            EXPECT_LE(en, 1e-12 * dmax) << "deformation against the one-side fits";
         }
     }
 }
