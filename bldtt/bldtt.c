@@ -40,30 +40,34 @@ eval_impl(int K, int grad, double p, double tx, double ty, double tz, long ns, c
     out[0] += a;
 }
 
-#define BT_EVAL_DEF(K)                                                                          \
+#define BT_EVAL_DEF(K)                                                                             \
     static void eval_##K##_0(double p, double tx, double ty, double tz, long ns, const double *sx, \
-                             const double *sy, const double *sz, const double *q, double *out) {  \
-        eval_impl(K, 0, p, tx, ty, tz, ns, sx, sy, sz, q, out);                                 \
-    }                                                                                           \
+                             const double *sy, const double *sz, const double *q, double *out) {   \
+        eval_impl(K, 0, p, tx, ty, tz, ns, sx, sy, sz, q, out);                                    \
+    }                                                                                              \
     static void eval_##K##_1(double p, double tx, double ty, double tz, long ns, const double *sx, \
-                             const double *sy, const double *sz, const double *q, double *out) {  \
-        eval_impl(K, 1, p, tx, ty, tz, ns, sx, sy, sz, q, out);                                 \
+                             const double *sy, const double *sz, const double *q, double *out) {   \
+        eval_impl(K, 1, p, tx, ty, tz, ns, sx, sy, sz, q, out);                                    \
     }
 BT_EVAL_DEF(0)
 BT_EVAL_DEF(1)
 BT_EVAL_DEF(2)
 BT_EVAL_DEF(3)
 BT_EVAL_DEF(4)
-static const bt_eval_fn eval_table[BLDTT_NKERNELS][2] = {
-    {eval_0_0, eval_0_1}, {eval_1_0, eval_1_1}, {eval_2_0, eval_2_1},
-    {eval_3_0, eval_3_1}, {eval_4_0, eval_4_1}};
+static const bt_eval_fn eval_table[BLDTT_NKERNELS][2] = {{eval_0_0, eval_0_1},
+                                                         {eval_1_0, eval_1_1},
+                                                         {eval_2_0, eval_2_1},
+                                                         {eval_3_0, eval_3_1},
+                                                         {eval_4_0, eval_4_1}};
 
 /* ---- kernels, names, parameters ---------------------------------------------------------- */
 
 static const char *kernel_names[BLDTT_NKERNELS] = {"coulomb", "yukawa", "regularized", "sinc",
                                                    "multiquadric"};
 
-const char *bldtt_kernel_name(int k) { return k >= 0 && k < BLDTT_NKERNELS ? kernel_names[k] : NULL; }
+const char *bldtt_kernel_name(int k) {
+    return k >= 0 && k < BLDTT_NKERNELS ? kernel_names[k] : NULL;
+}
 
 int bldtt_kernel_from_name(const char *name, int *k) {
     if (!name || !k) return FMM_ERR_ARG;
@@ -77,11 +81,16 @@ int bldtt_kernel_from_name(const char *name, int *k) {
 
 double bldtt_kernel_default_param(int k) {
     switch (k) {
-    case BLDTT_YUKAWA: return 0.5;
-    case BLDTT_REGULARIZED: return 0.005;
-    case BLDTT_SINC: return BT_PI;
-    case BLDTT_MULTIQUADRIC: return 1.0;
-    default: return 0.0;
+    case BLDTT_YUKAWA:
+        return 0.5;
+    case BLDTT_REGULARIZED:
+        return 0.005;
+    case BLDTT_SINC:
+        return BT_PI;
+    case BLDTT_MULTIQUADRIC:
+        return 1.0;
+    default:
+        return 0.0;
     }
 }
 
@@ -89,15 +98,22 @@ double bldtt_kernel_value(int k, double p, double r) {
     if (k < 0 || k >= BLDTT_NKERNELS || !(r >= 0)) return NAN;
     if (r == 0 && bt_kernel_singular(k)) return INFINITY;
     switch (k) { /* constant k per call: the switch in bt_kernel needs a literal to fold */
-    case BLDTT_COULOMB: return bt_kernel(BLDTT_COULOMB, r * r, p, NULL);
-    case BLDTT_YUKAWA: return bt_kernel(BLDTT_YUKAWA, r * r, p, NULL);
-    case BLDTT_REGULARIZED: return bt_kernel(BLDTT_REGULARIZED, r * r, p, NULL);
-    case BLDTT_SINC: return bt_kernel(BLDTT_SINC, r * r, p, NULL);
-    default: return bt_kernel(BLDTT_MULTIQUADRIC, r * r, p, NULL);
+    case BLDTT_COULOMB:
+        return bt_kernel(BLDTT_COULOMB, r * r, p, NULL);
+    case BLDTT_YUKAWA:
+        return bt_kernel(BLDTT_YUKAWA, r * r, p, NULL);
+    case BLDTT_REGULARIZED:
+        return bt_kernel(BLDTT_REGULARIZED, r * r, p, NULL);
+    case BLDTT_SINC:
+        return bt_kernel(BLDTT_SINC, r * r, p, NULL);
+    default:
+        return bt_kernel(BLDTT_MULTIQUADRIC, r * r, p, NULL);
     }
 }
 
-const char *bldtt_strerror(int status) { return fmm_strerror(status); }
+const char *bldtt_strerror(int status) {
+    return fmm_strerror(status);
+}
 
 void bldtt_default_opts(bldtt_opts *o) {
     if (!o) return;
@@ -154,8 +170,10 @@ int bldtt_makeplan(const bldtt_opts *opts, bldtt_plan **plan) {
     p->o = *opts;
     p->n1 = opts->degree + 1;
     p->np = p->n1 * p->n1 * p->n1;
-    if (opts->leaf_size > 0) p->leaf = opts->leaf_size;
-    else if (opts->device == FMM_DEVICE_CUDA) p->leaf = 2000;
+    if (opts->leaf_size > 0)
+        p->leaf = opts->leaf_size;
+    else if (opts->device == FMM_DEVICE_CUDA)
+        p->leaf = 2000;
     else {
         int l = (int)(0.7 * p->np); /* measured at N = 1e5, n = 4 and 8, 2 threads */
         p->leaf = l < 200 ? 200 : l > 2000 ? 2000 : l;
@@ -166,7 +184,8 @@ int bldtt_makeplan(const bldtt_opts *opts, bldtt_plan **plan) {
 }
 
 static void free_lists(bt_list *l) {
-    for (int k = 0; k < 4; ++k) free(l[k].start), free(l[k].src), l[k].start = NULL, l[k].src = NULL, l[k].count = 0;
+    for (int k = 0; k < 4; ++k)
+        free(l[k].start), free(l[k].src), l[k].start = NULL, l[k].src = NULL, l[k].count = 0;
 }
 
 static void free_geometry(bldtt_plan *p) {
@@ -231,7 +250,9 @@ typedef struct dtt_ctx {
     pairbuf pb[4];
 } dtt_ctx;
 
-static long cnt(const bt_node *n) { return n->iend - n->ibeg; }
+static long cnt(const bt_node *n) {
+    return n->iend - n->ibeg;
+}
 
 /* (r_t + r_s) < theta R; for the oscillatory kernel also p r <= n for both clusters (a
  * degree-n interpolant resolves about n radians of sin(p r) per cluster radius) */
@@ -256,14 +277,19 @@ static void dtt(dtt_ctx *c, int t, int s) {
     const bt_node *nt = &c->T->nodes[t], *ns = &c->S->nodes[s];
     if (mac(c, nt, ns)) {
         int bt = cnt(nt) > c->np, bs = cnt(ns) > c->np;
-        if (bt && bs) pb_add(&c->pb[BT_CC], t, s);
-        else if (bt) pb_add(&c->pb[BT_CP], t, s);
-        else if (bs) add_leaves(c, BT_PC, t, s);
-        else add_leaves(c, BT_PP, t, s);
+        if (bt && bs)
+            pb_add(&c->pb[BT_CC], t, s);
+        else if (bt)
+            pb_add(&c->pb[BT_CP], t, s);
+        else if (bs)
+            add_leaves(c, BT_PC, t, s);
+        else
+            add_leaves(c, BT_PP, t, s);
         return;
     }
     int lt = nt->nchild == 0, ls = ns->nchild == 0;
-    if (lt && ls) pb_add(&c->pb[BT_PP], t, s);
+    if (lt && ls)
+        pb_add(&c->pb[BT_PP], t, s);
     else if (ls || (!lt && cnt(nt) > cnt(ns)))
         for (int k = 0; k < nt->nchild; ++k) dtt(c, nt->child[k], s);
     else
@@ -335,8 +361,9 @@ static int build_lists(bldtt_plan *p) {
         for (int t = 0; t < T->nnodes; ++t) {
             double nt = (k == BT_PP || k == BT_PC) ? (double)cnt(&T->nodes[t]) : (double)p->np;
             for (int j = p->lists[k].start[t]; j < p->lists[k].start[t + 1]; ++j) {
-                double ns = (k == BT_PP || k == BT_CP) ? (double)cnt(&p->src.nodes[p->lists[k].src[j]])
-                                                       : (double)p->np;
+                double ns = (k == BT_PP || k == BT_CP)
+                                ? (double)cnt(&p->src.nodes[p->lists[k].src[j]])
+                                : (double)p->np;
                 e += nt * ns;
             }
         }
@@ -389,8 +416,10 @@ int bldtt_setpts(bldtt_plan *plan, long ns, const double *sources, long nt, cons
     }
     free_geometry(plan);
     *plan = t;
-    if (!plan->same) plan->trg = &plan->trg_own;
-    else plan->trg = &plan->src;
+    if (!plan->same)
+        plan->trg = &plan->trg_own;
+    else
+        plan->trg = &plan->src;
     plan->have_pts = 1;
     bldtt_info *I = &plan->info;
     I->nsources = ns, I->ntargets = targets ? nt : ns, I->same = plan->same;
@@ -412,7 +441,7 @@ out:
  * A(o, i) = trans ? M[i n1 + o] : M[o n1 + i] for each of the three matrices. */
 static void contract3(int n1, const double *Mx, const double *My, const double *Mz, int trans,
                       const double *in, double *out, double *t1, double *t2) {
-#define MA(M, o, i) (trans ? (M)[(i) * n1 + (o)] : (M)[(o) * n1 + (i)])
+#define MA(M, o, i) (trans ? (M)[(i)*n1 + (o)] : (M)[(o)*n1 + (i)])
     for (int c = 0; c < n1; ++c)
         for (int b = 0; b < n1; ++b)
             for (int a = 0; a < n1; ++a) {
@@ -438,7 +467,8 @@ static void contract3(int n1, const double *Mx, const double *My, const double *
 }
 
 /* M_d[kc n1 + k] = L^parent_k(s^child_{d,kc}) for the three dimensions */
-static void interlevel(const bt_tree *T, int n1, const double *w, int parent, int child, double *M) {
+static void interlevel(const bt_tree *T, int n1, const double *w, int parent, int child,
+                       double *M) {
     for (int d = 0; d < 3; ++d) {
         const double *sp = T->cheb + ((size_t)parent * 3 + d) * n1;
         const double *sc = T->cheb + ((size_t)child * 3 + d) * n1;
@@ -497,8 +527,8 @@ static void upward(const bldtt_plan *p, const double *qs, double *qhat) {
                 if (!t1) continue;
                 for (int c = 0; c < b->nchild; ++c) {
                     interlevel(S, n1, w, nd, b->child[c], M);
-                    contract3(n1, M, M + n1 * n1, M + 2 * n1 * n1, 1, qhat + (size_t)b->child[c] * np,
-                              qhat + (size_t)nd * np, t1, t1 + np);
+                    contract3(n1, M, M + n1 * n1, M + 2 * n1 * n1, 1,
+                              qhat + (size_t)b->child[c] * np, qhat + (size_t)nd * np, t1, t1 + np);
                 }
             }
             free(t1);
@@ -535,7 +565,8 @@ static int execute_cpu(bldtt_plan *p, const double *qs, double *out, int grad) {
 #pragma omp for schedule(dynamic, 1)
             for (int t = 0; t < T->nnodes; ++t) {
                 const bt_list *cc = &p->lists[BT_CC], *cp = &p->lists[BT_CP];
-                if (!buf || (cc->start[t] == cc->start[t + 1] && cp->start[t] == cp->start[t + 1])) continue;
+                if (!buf || (cc->start[t] == cc->start[t + 1] && cp->start[t] == cp->start[t + 1]))
+                    continue;
                 proxies(T, n1, t, tx, ty, tz);
                 double *v = tp + (size_t)t * nv * np;
                 for (int j = cp->start[t]; j < cp->start[t + 1]; ++j) {
@@ -543,8 +574,8 @@ static int execute_cpu(bldtt_plan *p, const double *qs, double *out, int grad) {
                     long ns = b->iend - b->ibeg;
                     for (int l = 0; l < np; ++l) {
                         double o4[4] = {0, 0, 0, 0};
-                        ev(prm, tx[l], ty[l], tz[l], ns, S->x + b->ibeg, S->y + b->ibeg, S->z + b->ibeg,
-                           qs + b->ibeg, o4);
+                        ev(prm, tx[l], ty[l], tz[l], ns, S->x + b->ibeg, S->y + b->ibeg,
+                           S->z + b->ibeg, qs + b->ibeg, o4);
                         for (int a = 0; a < nv; ++a) v[a * np + l] += o4[a];
                     }
                 }
@@ -573,12 +604,13 @@ static int execute_cpu(bldtt_plan *p, const double *qs, double *out, int grad) {
                         interlevel(T, n1, w, nd, ch, M);
                         for (int a = 0; a < nv; ++a)
                             contract3(n1, M, M + n1 * n1, M + 2 * n1 * n1, 0,
-                                      tp + ((size_t)nd * nv + a) * np, tp + ((size_t)ch * nv + a) * np,
-                                      sx, sy);
+                                      tp + ((size_t)nd * nv + a) * np,
+                                      tp + ((size_t)ch * nv + a) * np, sx, sy);
                     }
                 }
             }
-        /* 3. target leaves: leaf proxy values to the targets, particle-particle, particle-cluster */
+        /* 3. target leaves: leaf proxy values to the targets, particle-particle, particle-cluster
+         */
         double L[3][BLDTT_DEGREE_MAX + 1];
 #pragma omp for schedule(dynamic, 1)
         for (int k = 0; k < T->nleaves; ++k) {
@@ -626,7 +658,9 @@ static int execute_cpu(bldtt_plan *p, const double *qs, double *out, int grad) {
                 long o = T->perm[i];
                 if (out) {
                     out[o] = o4[0];
-                    if (grad) out[T->n + 3 * o] = o4[1], out[T->n + 3 * o + 1] = o4[2], out[T->n + 3 * o + 2] = o4[3];
+                    if (grad)
+                        out[T->n + 3 * o] = o4[1], out[T->n + 3 * o + 1] = o4[2],
+                                       out[T->n + 3 * o + 2] = o4[3];
                 }
             }
         }
@@ -658,7 +692,8 @@ int bldtt_execute(bldtt_plan *p, const double *q, double *phi, double *grad) {
     }
     if (!rc) {
 #ifdef FMM_HAVE_CUDA
-        if (p->o.device == FMM_DEVICE_CUDA) rc = bt_cuda_execute(p, qs, out, grad != NULL);
+        if (p->o.device == FMM_DEVICE_CUDA)
+            rc = bt_cuda_execute(p, qs, out, grad != NULL);
         else
 #endif
             rc = execute_cpu(p, qs, out, grad != NULL);
@@ -695,11 +730,12 @@ int bldtt_direct_subset(const bldtt_opts *o, long ns, const double *src, const d
         free(sx), free(sy), free(sz);
         return FMM_ERR_NOMEM;
     }
-    for (long j = 0; j < ns; ++j) sx[j] = src[3 * j], sy[j] = src[3 * j + 1], sz[j] = src[3 * j + 2];
+    for (long j = 0; j < ns; ++j)
+        sx[j] = src[3 * j], sy[j] = src[3 * j + 1], sz[j] = src[3 * j + 2];
 #ifdef FMM_HAVE_CUDA
     if (o->device == FMM_DEVICE_CUDA) {
-        rc = bt_cuda_direct(o->kernel, o->param, ns, sx, sy, sz, q, trg ? trg : src, !trg, m, idx, phi,
-                            grad);
+        rc = bt_cuda_direct(o->kernel, o->param, ns, sx, sy, sz, q, trg ? trg : src, !trg, m, idx,
+                            phi, grad);
         free(sx), free(sy), free(sz);
         return rc;
     }

@@ -35,7 +35,7 @@ namespace {
 struct dtree {
     int nn;
     const int *ibeg, *iend, *parent, *nchild, *child; /* child: 8 per node */
-    const double *cheb;                              /* [node][dim][n1] */
+    const double *cheb;                               /* [node][dim][n1] */
     const double *x, *y, *z;
     const long long *perm;
 };
@@ -93,8 +93,9 @@ __device__ __forceinline__ void lagrange(int n1, const double *s, double x, doub
 }
 
 template <int K, bool G>
-__device__ __forceinline__ void interact(double p, double tx, double ty, double tz, double sx, double sy,
-                                         double sz, double q, double &a, double &gx, double &gy, double &gz) {
+__device__ __forceinline__ void interact(double p, double tx, double ty, double tz, double sx,
+                                         double sy, double sz, double q, double &a, double &gx,
+                                         double &gy, double &gz) {
     double dx = tx - sx, dy = ty - sy, dz = tz - sz;
     if (G) {
         double f, g = bt_kernel(K, dx * dx + dy * dy + dz * dz, p, &f);
@@ -122,15 +123,19 @@ __device__ __forceinline__ void load_proxies(tile &t, const double *cheb, int n1
     }
 }
 
-__device__ __forceinline__ void load_particles(tile &t, const dtree &S, const double *qs, long j0, long j1) {
+__device__ __forceinline__ void load_particles(tile &t, const dtree &S, const double *qs, long j0,
+                                               long j1) {
     long j = j0 + threadIdx.x;
-    if (j < j1) t.x[threadIdx.x] = S.x[j], t.y[threadIdx.x] = S.y[j], t.z[threadIdx.x] = S.z[j], t.q[threadIdx.x] = qs[j];
+    if (j < j1)
+        t.x[threadIdx.x] = S.x[j], t.y[threadIdx.x] = S.y[j], t.z[threadIdx.x] = S.z[j],
+        t.q[threadIdx.x] = qs[j];
 }
 
 /* ---- U1: leaf proxy charges --------------------------------------------------------------- */
 
 #define U1_TILE 32
-__global__ void k_up_leaf(dtree S, const int *leaves, const double *qs, int n1, int np, double *qhat) {
+__global__ void k_up_leaf(dtree S, const int *leaves, const double *qs, int n1, int np,
+                          double *qhat) {
     extern __shared__ double sh[]; /* L[3][U1_TILE][n1], q[U1_TILE] */
     double *L = sh, *qv = sh + 3 * U1_TILE * n1;
     int nd = leaves[blockIdx.x];
@@ -149,7 +154,8 @@ __global__ void k_up_leaf(dtree S, const int *leaves, const double *qs, int n1, 
             int k1 = j % n1, k2 = (j / n1) % n1, k3 = j / (n1 * n1);
             double a = 0;
             for (int i = 0; i < m; ++i)
-                a += qv[i] * L[i * n1 + k1] * L[(U1_TILE + i) * n1 + k2] * L[(2 * U1_TILE + i) * n1 + k3];
+                a += qv[i] * L[i * n1 + k1] * L[(U1_TILE + i) * n1 + k2] *
+                     L[(2 * U1_TILE + i) * n1 + k3];
             qhat[(size_t)nd * np + j] += a;
         }
         __syncthreads();
@@ -197,9 +203,9 @@ __global__ void k_up_level(dtree S, int first, int n1, int np, double *qhat) {
 
 /* ---- CC / CP: target proxies ---------------------------------------------------------------- */
 template <int K, bool G>
-__global__ void k_cc(dtree S, dtree T, const int *work, const int *ccs, const int *ccl, const int *cps,
-                     const int *cpl, const double *qs, const double *qhat, int n1, int np, double p,
-                     double *tp) {
+__global__ void k_cc(dtree S, dtree T, const int *work, const int *ccs, const int *ccl,
+                     const int *cps, const int *cpl, const double *qs, const double *qhat, int n1,
+                     int np, double p, double *tp) {
     __shared__ tile t;
     int tn = work[blockIdx.x];
     int l = blockIdx.y * BT_TB + threadIdx.x;
@@ -219,7 +225,8 @@ __global__ void k_cc(dtree S, dtree T, const int *work, const int *ccs, const in
             __syncthreads();
             int m = (int)min((long)BT_TB, b1 - j0);
             if (act)
-                for (int j = 0; j < m; ++j) interact<K, G>(p, tx, ty, tz, t.x[j], t.y[j], t.z[j], t.q[j], a, gx, gy, gz);
+                for (int j = 0; j < m; ++j)
+                    interact<K, G>(p, tx, ty, tz, t.x[j], t.y[j], t.z[j], t.q[j], a, gx, gy, gz);
         }
     }
     for (int e = ccs[tn]; e < ccs[tn + 1]; ++e) {
@@ -230,7 +237,8 @@ __global__ void k_cc(dtree S, dtree T, const int *work, const int *ccs, const in
             __syncthreads();
             int m = min(BT_TB, np - j0);
             if (act)
-                for (int j = 0; j < m; ++j) interact<K, G>(p, tx, ty, tz, t.x[j], t.y[j], t.z[j], t.q[j], a, gx, gy, gz);
+                for (int j = 0; j < m; ++j)
+                    interact<K, G>(p, tx, ty, tz, t.x[j], t.y[j], t.z[j], t.q[j], a, gx, gy, gz);
         }
     }
     if (act) {
@@ -242,7 +250,8 @@ __global__ void k_cc(dtree S, dtree T, const int *work, const int *ccs, const in
 }
 
 /* ---- D1: parent -> child proxy values (one block per node of level lev+1) ------------------ */
-__global__ void k_down_level(dtree T, const char *tneed, int first, int n1, int np, int nv, double *tp) {
+__global__ void k_down_level(dtree T, const char *tneed, int first, int n1, int np, int nv,
+                             double *tp) {
     extern __shared__ double M[];
     int ch = first + blockIdx.x;
     int pa = T.parent[ch];
@@ -273,9 +282,10 @@ __global__ void k_down_level(dtree T, const char *tneed, int first, int n1, int 
  * needs only the charges, so it runs beside the upward, cluster-cluster and downward passes. */
 enum { LEAF_NEAR = 1, LEAF_FAR = 2, LEAF_ALL = 3 };
 template <int K, bool G>
-__global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char *tneed, const int *pps,
-                       const int *ppl, const int *pcs, const int *pcl, const double *qs, const double *qhat,
-                       const double *tp, int n1, int np, double p, int mode, double *out, long nt) {
+__global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char *tneed,
+                       const int *pps, const int *ppl, const int *pcs, const int *pcl,
+                       const double *qs, const double *qhat, const double *tp, int n1, int np,
+                       double p, int mode, double *out, long nt) {
     __shared__ tile t;
     int tn = leaves[blockIdx.x];
     long b0 = T.ibeg[tn], b1 = T.iend[tn];
@@ -300,7 +310,9 @@ __global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char
                 for (int k1 = 0; k1 < n1; ++k1) {
                     double w = w23 * L1[k1];
                     o[0] += w * v[base + k1];
-                    if (G) o[1] += w * v[np + base + k1], o[2] += w * v[2 * np + base + k1], o[3] += w * v[3 * np + base + k1];
+                    if (G)
+                        o[1] += w * v[np + base + k1], o[2] += w * v[2 * np + base + k1],
+                            o[3] += w * v[3 * np + base + k1];
                 }
             }
         a = o[0], gx = o[1], gy = o[2], gz = o[3];
@@ -319,9 +331,13 @@ __global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char
                 if (same && i >= j0 && i < j0 + m) { /* leave out the self term */
                     int js = (int)(i - j0);
                     for (int j = 0; j < m; ++j)
-                        if (j != js) interact<K, G>(p, tx, ty, tz, t.x[j], t.y[j], t.z[j], t.q[j], a, gx, gy, gz);
+                        if (j != js)
+                            interact<K, G>(p, tx, ty, tz, t.x[j], t.y[j], t.z[j], t.q[j], a, gx, gy,
+                                           gz);
                 } else
-                    for (int j = 0; j < m; ++j) interact<K, G>(p, tx, ty, tz, t.x[j], t.y[j], t.z[j], t.q[j], a, gx, gy, gz);
+                    for (int j = 0; j < m; ++j)
+                        interact<K, G>(p, tx, ty, tz, t.x[j], t.y[j], t.z[j], t.q[j], a, gx, gy,
+                                       gz);
             }
         }
     }
@@ -333,7 +349,8 @@ __global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char
             __syncthreads();
             int m = min(BT_TB, np - j0);
             if (act)
-                for (int j = 0; j < m; ++j) interact<K, G>(p, tx, ty, tz, t.x[j], t.y[j], t.z[j], t.q[j], a, gx, gy, gz);
+                for (int j = 0; j < m; ++j)
+                    interact<K, G>(p, tx, ty, tz, t.x[j], t.y[j], t.z[j], t.q[j], a, gx, gy, gz);
         }
     }
     if (act) {
@@ -355,9 +372,9 @@ __global__ void k_leaf(dtree S, dtree T, int same, const int *leaves, const char
 
 /* ---- direct sum ------------------------------------------------------------------------------ */
 template <int K, bool G>
-__global__ void k_direct(long ns, const double *sx, const double *sy, const double *sz, const double *q,
-                         const double *tc, const long long *idx, long m, int self, double p, double *phi,
-                         double *grad) {
+__global__ void k_direct(long ns, const double *sx, const double *sy, const double *sz,
+                         const double *q, const double *tc, const long long *idx, long m, int self,
+                         double p, double *phi, double *grad) {
     __shared__ tile t;
     long k = (long)blockIdx.x * BT_TB + threadIdx.x;
     bool act = k < m;
@@ -367,12 +384,16 @@ __global__ void k_direct(long ns, const double *sx, const double *sy, const doub
     for (long j0 = 0; j0 < ns; j0 += BT_TB) {
         __syncthreads();
         long j = j0 + threadIdx.x;
-        if (j < ns) t.x[threadIdx.x] = sx[j], t.y[threadIdx.x] = sy[j], t.z[threadIdx.x] = sz[j], t.q[threadIdx.x] = q[j];
+        if (j < ns)
+            t.x[threadIdx.x] = sx[j], t.y[threadIdx.x] = sy[j], t.z[threadIdx.x] = sz[j],
+            t.q[threadIdx.x] = q[j];
         __syncthreads();
         int mm = (int)min((long)BT_TB, ns - j0);
         if (act)
             for (int jj = 0; jj < mm; ++jj)
-                if (!(self && j0 + jj == i)) interact<K, G>(p, tx, ty, tz, t.x[jj], t.y[jj], t.z[jj], t.q[jj], a, gx, gy, gz);
+                if (!(self && j0 + jj == i))
+                    interact<K, G>(p, tx, ty, tz, t.x[jj], t.y[jj], t.z[jj], t.q[jj], a, gx, gy,
+                                   gz);
     }
     if (act) {
         if (phi) phi[k] = a;
@@ -380,7 +401,8 @@ __global__ void k_direct(long ns, const double *sx, const double *sy, const doub
     }
 }
 
-/* ---- host side -------------------------------------------------------------------------------- */
+/* ---- host side --------------------------------------------------------------------------------
+ */
 
 void free_dev(bt_dev *d) {
     if (!d) return;
@@ -422,42 +444,65 @@ int upload_tree(bt_dev *d, const bt_tree *h, int n1, dtree *o) {
     free(ib), free(perm);
     if (rc) return rc;
     o->nn = nn;
-    o->ibeg = dib, o->iend = dib + nn, o->parent = dib + 2 * nn, o->nchild = dib + 3 * nn, o->child = dib + 4 * nn;
+    o->ibeg = dib, o->iend = dib + nn, o->parent = dib + 2 * nn, o->nchild = dib + 3 * nn,
+    o->child = dib + 4 * nn;
     o->cheb = dch, o->x = dx, o->y = dy, o->z = dz, o->perm = dp;
     return FMM_OK;
 }
 
 template <int K, bool G> struct launcher {
     static void cc(dim3 g, cudaStream_t st, const bt_dev *d, int n1, int np, double p) {
-        k_cc<K, G><<<g, BT_TB, 0, st>>>(d->S, d->T, d->work_cc, d->lstart[BT_CC], d->lsrc[BT_CC], d->lstart[BT_CP],
-                                        d->lsrc[BT_CP], d->qs, d->qhat, n1, np, p, d->tp);
+        k_cc<K, G><<<g, BT_TB, 0, st>>>(d->S, d->T, d->work_cc, d->lstart[BT_CC], d->lsrc[BT_CC],
+                                        d->lstart[BT_CP], d->lsrc[BT_CP], d->qs, d->qhat, n1, np, p,
+                                        d->tp);
     }
-    static void leaf(dim3 g, cudaStream_t st, const bt_dev *d, int n1, int np, double p, int mode, long nt) {
-        k_leaf<K, G><<<g, BT_TB, 0, st>>>(d->S, d->T, d->same, d->tleaves, d->tneed, d->lstart[BT_PP], d->lsrc[BT_PP],
-                                          d->lstart[BT_PC], d->lsrc[BT_PC], d->qs, d->qhat, d->tp, n1, np, p, mode,
-                                          d->out, nt);
+    static void leaf(dim3 g, cudaStream_t st, const bt_dev *d, int n1, int np, double p, int mode,
+                     long nt) {
+        k_leaf<K, G><<<g, BT_TB, 0, st>>>(
+            d->S, d->T, d->same, d->tleaves, d->tneed, d->lstart[BT_PP], d->lsrc[BT_PP],
+            d->lstart[BT_PC], d->lsrc[BT_PC], d->qs, d->qhat, d->tp, n1, np, p, mode, d->out, nt);
     }
-    static void direct(dim3 g, long ns, const double *sx, const double *sy, const double *sz, const double *q,
-                       const double *tc, const long long *idx, long m, int self, double p, double *phi,
-                       double *grad) {
+    static void direct(dim3 g, long ns, const double *sx, const double *sy, const double *sz,
+                       const double *q, const double *tc, const long long *idx, long m, int self,
+                       double p, double *phi, double *grad) {
         k_direct<K, G><<<g, BT_TB>>>(ns, sx, sy, sz, q, tc, idx, m, self, p, phi, grad);
     }
 };
 
-#define BT_DISPATCH(kernel, grad, CALL)                                                           \
-    do {                                                                                          \
-        switch ((kernel) * 2 + ((grad) ? 1 : 0)) {                                                \
-        case 0: launcher<0, false>::CALL; break;                                                  \
-        case 1: launcher<0, true>::CALL; break;                                                   \
-        case 2: launcher<1, false>::CALL; break;                                                  \
-        case 3: launcher<1, true>::CALL; break;                                                   \
-        case 4: launcher<2, false>::CALL; break;                                                  \
-        case 5: launcher<2, true>::CALL; break;                                                   \
-        case 6: launcher<3, false>::CALL; break;                                                  \
-        case 7: launcher<3, true>::CALL; break;                                                   \
-        case 8: launcher<4, false>::CALL; break;                                                  \
-        default: launcher<4, true>::CALL; break;                                                  \
-        }                                                                                         \
+#define BT_DISPATCH(kernel, grad, CALL)                                                            \
+    do {                                                                                           \
+        switch ((kernel)*2 + ((grad) ? 1 : 0)) {                                                   \
+        case 0:                                                                                    \
+            launcher<0, false>::CALL;                                                              \
+            break;                                                                                 \
+        case 1:                                                                                    \
+            launcher<0, true>::CALL;                                                               \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            launcher<1, false>::CALL;                                                              \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            launcher<1, true>::CALL;                                                               \
+            break;                                                                                 \
+        case 4:                                                                                    \
+            launcher<2, false>::CALL;                                                              \
+            break;                                                                                 \
+        case 5:                                                                                    \
+            launcher<2, true>::CALL;                                                               \
+            break;                                                                                 \
+        case 6:                                                                                    \
+            launcher<3, false>::CALL;                                                              \
+            break;                                                                                 \
+        case 7:                                                                                    \
+            launcher<3, true>::CALL;                                                               \
+            break;                                                                                 \
+        case 8:                                                                                    \
+            launcher<4, false>::CALL;                                                              \
+            break;                                                                                 \
+        default:                                                                                   \
+            launcher<4, true>::CALL;                                                               \
+            break;                                                                                 \
+        }                                                                                          \
     } while (0)
 
 } // namespace
@@ -479,8 +524,10 @@ extern "C" int bt_cuda_setpts(bldtt_plan *p) {
     if (!rc) rc = upload_tree(d, &p->src, p->n1, &d->S);
     d->same = p->same;
     if (!rc) {
-        if (p->same) d->T = d->S;
-        else rc = upload_tree(d, p->trg, p->n1, &d->T);
+        if (p->same)
+            d->T = d->S;
+        else
+            rc = upload_tree(d, p->trg, p->n1, &d->T);
     }
     int ntn = p->trg->nnodes;
     for (int k = 0; k < 4 && !rc; ++k) {
@@ -490,7 +537,8 @@ extern "C" int bt_cuda_setpts(bldtt_plan *p) {
     if (!rc) rc = upload(d, &d->tneed, p->tneed, (size_t)ntn);
     if (!rc) {
         int *w = (int *)malloc(sizeof(int) * (ntn ? ntn : 1));
-        if (!w) rc = FMM_ERR_NOMEM;
+        if (!w)
+            rc = FMM_ERR_NOMEM;
         else {
             int nw = 0;
             for (int t = 0; t < ntn; ++t)
@@ -516,15 +564,19 @@ extern "C" int bt_cuda_setpts(bldtt_plan *p) {
     {
         int dev = 0, nsm = 0;
         if (!rc) rc = fmm_cuda_status(cudaGetDevice(&dev));
-        if (!rc) rc = fmm_cuda_status(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+        if (!rc)
+            rc = fmm_cuda_status(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
         long blocks = (long)d->ntleaves * ((d->max_tleaf + BT_TB - 1) / BT_TB);
         long want = 16L * nsm;
         d->near_split = blocks > 0 && blocks < want ? (int)((want + blocks - 1) / blocks) : 1;
         if (d->near_split > 8) d->near_split = 8;
     }
     if (!rc) rc = fmm_cuda_status(cudaMalloc((void **)&d->qs, sizeof(double) * p->src.n));
-    if (!rc) rc = fmm_cuda_status(cudaMalloc((void **)&d->qhat, sizeof(double) * (size_t)p->np * p->src.nnodes));
-    if (!rc) rc = fmm_cuda_status(cudaMalloc((void **)&d->out, sizeof(double) * 4 * (size_t)p->trg->n));
+    if (!rc)
+        rc = fmm_cuda_status(
+            cudaMalloc((void **)&d->qhat, sizeof(double) * (size_t)p->np * p->src.nnodes));
+    if (!rc)
+        rc = fmm_cuda_status(cudaMalloc((void **)&d->out, sizeof(double) * 4 * (size_t)p->trg->n));
     if (!rc) rc = fmm_cuda_status(cudaDeviceSynchronize());
     if (rc) {
         free_dev(d);
@@ -545,13 +597,19 @@ extern "C" int bt_cuda_execute(bldtt_plan *p, const double *qs, double *out, int
     if (d->tp_nv < nv) {
         if (d->tp) cudaFree(d->tp);
         d->tp = NULL, d->tp_nv = 0;
-        rc = fmm_cuda_status(cudaMalloc((void **)&d->tp, sizeof(double) * (size_t)nv * np * p->trg->nnodes));
+        rc = fmm_cuda_status(
+            cudaMalloc((void **)&d->tp, sizeof(double) * (size_t)nv * np * p->trg->nnodes));
         if (rc) return rc;
         d->tp_nv = nv;
     }
-    rc = fmm_cuda_status(cudaMemcpyAsync(d->qs, qs, sizeof(double) * p->src.n, cudaMemcpyHostToDevice, st));
-    if (!rc) rc = fmm_cuda_status(cudaMemsetAsync(d->qhat, 0, sizeof(double) * (size_t)np * p->src.nnodes, st));
-    if (!rc) rc = fmm_cuda_status(cudaMemsetAsync(d->tp, 0, sizeof(double) * (size_t)nv * np * p->trg->nnodes, st));
+    rc = fmm_cuda_status(
+        cudaMemcpyAsync(d->qs, qs, sizeof(double) * p->src.n, cudaMemcpyHostToDevice, st));
+    if (!rc)
+        rc = fmm_cuda_status(
+            cudaMemsetAsync(d->qhat, 0, sizeof(double) * (size_t)np * p->src.nnodes, st));
+    if (!rc)
+        rc = fmm_cuda_status(
+            cudaMemsetAsync(d->tp, 0, sizeof(double) * (size_t)nv * np * p->trg->nnodes, st));
     if (rc) return rc;
     int need_up = p->lists[BT_PC].count + p->lists[BT_CC].count > 0;
     int need_down = p->lists[BT_CP].count + p->lists[BT_CC].count > 0;
@@ -563,7 +621,8 @@ extern "C" int bt_cuda_execute(bldtt_plan *p, const double *qs, double *out, int
         rc = fmm_cuda_status(cudaEventRecord(d->near_done, st));
         if (!rc) rc = fmm_cuda_status(cudaStreamWaitEvent(d->st_near, d->near_done, 0));
         if (!rc && d->near_split > 1)
-            rc = fmm_cuda_status(cudaMemsetAsync(d->out, 0, sizeof(double) * nt * (grad ? 4 : 1), d->st_near));
+            rc = fmm_cuda_status(
+                cudaMemsetAsync(d->out, 0, sizeof(double) * nt * (grad ? 4 : 1), d->st_near));
         if (rc) return rc;
         BT_DISPATCH(K, grad, leaf(g, d->st_near, d, n1, np, prm, LEAF_NEAR, nt));
         rc = fmm_cuda_status(cudaEventRecord(d->near_done, d->st_near));
@@ -571,7 +630,8 @@ extern "C" int bt_cuda_execute(bldtt_plan *p, const double *qs, double *out, int
     }
     if (need_up) {
         size_t sh1 = sizeof(double) * (3 * U1_TILE * n1 + U1_TILE);
-        if (d->nsleaves) k_up_leaf<<<d->nsleaves, BT_TB, sh1, st>>>(d->S, d->sleaves, d->qs, n1, np, d->qhat);
+        if (d->nsleaves)
+            k_up_leaf<<<d->nsleaves, BT_TB, sh1, st>>>(d->S, d->sleaves, d->qs, n1, np, d->qhat);
         for (int lev = p->src.depth - 1; lev >= 0; --lev) {
             int f = p->src.level_start[lev], nb = p->src.level_start[lev + 1] - f;
             if (nb > 0) k_up_level<<<nb, BT_TB, shM, st>>>(d->S, f, n1, np, d->qhat);
@@ -594,7 +654,9 @@ extern "C" int bt_cuda_execute(bldtt_plan *p, const double *qs, double *out, int
         BT_DISPATCH(K, grad, leaf(g, st, d, n1, np, prm, split ? LEAF_FAR : LEAF_ALL, nt));
     }
     rc = fmm_cuda_status(cudaGetLastError());
-    if (!rc) rc = fmm_cuda_status(cudaMemcpyAsync(out, d->out, sizeof(double) * nt * (grad ? 4 : 1), cudaMemcpyDeviceToHost, st));
+    if (!rc)
+        rc = fmm_cuda_status(cudaMemcpyAsync(out, d->out, sizeof(double) * nt * (grad ? 4 : 1),
+                                             cudaMemcpyDeviceToHost, st));
     if (!rc) rc = fmm_cuda_status(cudaStreamSynchronize(st));
     return rc;
 }
@@ -624,12 +686,16 @@ extern "C" int bt_cuda_direct(int kernel, double param, long ns, const double *s
     free(hidx);
     if (!rc) {
         dim3 g((unsigned)((m + BT_TB - 1) / BT_TB));
-        BT_DISPATCH(kernel, grad != NULL, direct(g, ns, dsx, dsy, dsz, dq, dtc, didx, m, self, param, dphi, dgrad));
+        BT_DISPATCH(kernel, grad != NULL,
+                    direct(g, ns, dsx, dsy, dsz, dq, dtc, didx, m, self, param, dphi, dgrad));
         rc = fmm_cuda_status(cudaGetLastError());
     }
     if (!rc) rc = fmm_cuda_status(cudaDeviceSynchronize());
-    if (!rc && phi) rc = fmm_cuda_status(cudaMemcpy(phi, dphi, sizeof(double) * m, cudaMemcpyDeviceToHost));
-    if (!rc && grad) rc = fmm_cuda_status(cudaMemcpy(grad, dgrad, sizeof(double) * 3 * m, cudaMemcpyDeviceToHost));
+    if (!rc && phi)
+        rc = fmm_cuda_status(cudaMemcpy(phi, dphi, sizeof(double) * m, cudaMemcpyDeviceToHost));
+    if (!rc && grad)
+        rc = fmm_cuda_status(
+            cudaMemcpy(grad, dgrad, sizeof(double) * 3 * m, cudaMemcpyDeviceToHost));
     for (int k = 0; k < d.nblocks; ++k) cudaFree(d.blocks[k]);
     return rc;
 }

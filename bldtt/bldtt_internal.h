@@ -28,11 +28,11 @@ typedef struct bt_tree {
     long *perm;        /* tree position -> caller's index */
     bt_node *nodes;
     int nnodes;
-    int depth;         /* deepest level */
-    int *level_start;  /* nodes of level l: level_start[l] .. level_start[l+1]-1 */
-    int *leaves;       /* leaf node indices */
+    int depth;        /* deepest level */
+    int *level_start; /* nodes of level l: level_start[l] .. level_start[l+1]-1 */
+    int *leaves;      /* leaf node indices */
     int nleaves;
-    double *cheb;      /* per node 3 (n+1) Chebyshev points: [node][dim][k] */
+    double *cheb; /* per node 3 (n+1) Chebyshev points: [node][dim][k] */
 } bt_tree;
 
 /* Interaction lists in CSR form by target: entries start[t] .. start[t+1]-1 of src are the
@@ -48,17 +48,17 @@ enum { BT_PP = 0, BT_PC = 1, BT_CP = 2, BT_CC = 3 };
 /* The plan (opaque in fmm_bldtt.h). */
 struct bldtt_plan {
     bldtt_opts o;
-    int leaf;        /* leaf size used for both trees */
-    int n1, np;      /* degree + 1 and (degree + 1)^3 */
+    int leaf;                       /* leaf size used for both trees */
+    int n1, np;                     /* degree + 1 and (degree + 1)^3 */
     double w[BLDTT_DEGREE_MAX + 1]; /* barycentric weights */
     int have_pts;
-    int same;        /* targets = sources: trg points at src */
+    int same; /* targets = sources: trg points at src */
     bt_tree src, trg_own;
     bt_tree *trg;
     bt_list lists[4]; /* PP, PC (by target leaf), CP, CC (by target cluster) */
-    char *tneed;     /* target clusters whose proxy potentials are used */
+    char *tneed;      /* target clusters whose proxy potentials are used */
     bldtt_info info;
-    void *cuda;      /* device state of a CUDA plan (bldtt_cuda.cu) */
+    void *cuda; /* device state of a CUDA plan (bldtt_cuda.cu) */
 };
 
 int bt_tree_build(bt_tree *t, long n, const double *xyz, int leaf, int degree);

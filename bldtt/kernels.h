@@ -33,7 +33,9 @@ BT_HD double bt_rsqrt(double x) {
 }
 
 /* 1 if G is infinite at r = 0 (pairs at zero distance are then left out) */
-BT_HD int bt_kernel_singular(int k) { return k == BLDTT_COULOMB || k == BLDTT_YUKAWA; }
+BT_HD int bt_kernel_singular(int k) {
+    return k == BLDTT_COULOMB || k == BLDTT_YUKAWA;
+}
 
 BT_HD double bt_kernel(int k, double r2, double p, double *f) {
     double g = 0, d = 0;

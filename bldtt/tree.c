@@ -79,7 +79,8 @@ static int split_node(const bt_node *nd, int leaf, double *x, double *y, double 
     for (int d = 0; d < 3; ++d) side[d] = nd->hi[d] - nd->lo[d], lmax = fmax(lmax, side[d]);
     if (!(lmax > 0)) return 0; /* all particles at one point */
     int split[3], ns = 0;
-    for (int d = 0; d < 3; ++d) split[d] = side[d] > 0 && side[d] >= lmax / sqrt(2.0), ns += split[d];
+    for (int d = 0; d < 3; ++d)
+        split[d] = side[d] > 0 && side[d] >= lmax / sqrt(2.0), ns += split[d];
     int maxs = cnt < 2L * leaf ? 1 : cnt < 4L * leaf ? 2 : 3;
     while (ns > maxs) { /* drop the shortest split dimension */
         int dmin = -1;
@@ -161,7 +162,7 @@ int bt_tree_build(bt_tree *t, long n, const double *xyz, int leaf, int degree) {
     t->nodes = malloc(sizeof(bt_node) * cap);
     int lcap = 8;
     t->level_start = malloc(sizeof(int) * lcap);
-    long (*cbe)[16] = NULL;
+    long(*cbe)[16] = NULL;
     int rc = FMM_ERR_NOMEM;
     if (!t->x || !tx || !t->nodes || !t->level_start) goto fail;
         /* every array, the scratch too, is first written here by all threads: the first write of a
@@ -182,7 +183,7 @@ int bt_tree_build(bt_tree *t, long n, const double *xyz, int leaf, int degree) {
     int lb = 0, le = 1, level = 0;
     while (lb < le) {
         int nl = le - lb;
-        long (*tmp)[16] = realloc(cbe, sizeof(long[16]) * nl);
+        long(*tmp)[16] = realloc(cbe, sizeof(long[16]) * nl);
         if (!tmp) goto fail;
         cbe = tmp;
         int *nch = malloc(sizeof(int) * nl);
@@ -249,7 +250,8 @@ int bt_tree_build(bt_tree *t, long n, const double *xyz, int leaf, int degree) {
     for (int i = 0; i < t->nnodes; ++i) {
         bt_node *nd = &t->nodes[i];
         if (nd->nchild == 0) t->leaves[t->nleaves++] = i;
-        for (int d = 0; d < 3; ++d) bt_cheb_points(degree, nd->lo[d], nd->hi[d], t->cheb + ((size_t)i * 3 + d) * n1);
+        for (int d = 0; d < 3; ++d)
+            bt_cheb_points(degree, nd->lo[d], nd->hi[d], t->cheb + ((size_t)i * 3 + d) * n1);
     }
     free(tx), free(cbe);
     return FMM_OK;

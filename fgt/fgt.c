@@ -18,7 +18,9 @@ void fgt_default_opts(fgt_opts *o) {
     o->device = FMM_DEVICE_CPU;
 }
 
-const char *fgt_strerror(int status) { return fmm_strerror(status); }
+const char *fgt_strerror(int status) {
+    return fmm_strerror(status);
+}
 
 static int check_opts(const fgt_opts *o) {
     if (!(o->tolerance >= FGT_TOL_MIN && o->tolerance <= FGT_TOL_MAX)) return FMM_ERR_TOLERANCE;
@@ -35,8 +37,10 @@ int fgt_makeplan(int dim, double h, const fgt_opts *opts, fgt_plan **plan) {
     if (dim < 1 || dim > 3) return FMM_ERR_PARAM;
     if (!(h > 0) || !isfinite(h)) return FMM_ERR_PARAM;
     fgt_opts o;
-    if (opts) o = *opts;
-    else fgt_default_opts(&o);
+    if (opts)
+        o = *opts;
+    else
+        fgt_default_opts(&o);
     int rc = check_opts(&o);
     if (rc) return rc;
     if (o.device == FMM_DEVICE_CUDA) {
@@ -192,8 +196,10 @@ static int tables_build(tables *T, double b, double tol, int dim, int force, int
                             E += term;
                         }
                         if (E <= half) {
-                            if (m == 0) o->p_herm = (unsigned char)p;
-                            else o->p_h2t = (unsigned char)p;
+                            if (m == 0)
+                                o->p_herm = (unsigned char)p;
+                            else
+                                o->p_h2t = (unsigned char)p;
                             if (p > P) P = p;
                             break;
                         }
@@ -253,7 +259,8 @@ static double estimate(const tables *T, int dim, const double ext[3], long ns, l
         for (int k1 = -R1; k1 <= R1; ++k1) {
             per += 20; /* a column search */
             for (int k2 = -R; k2 <= R; ++k2) {
-                if (fabs((double)k0) >= n[0] || fabs((double)k1) >= n[1] || fabs((double)k2) >= n[2])
+                if (fabs((double)k0) >= n[0] || fabs((double)k1) >= n[1] ||
+                    fabs((double)k2) >= n[2])
                     continue;
                 const fgt_offset *e = fgt_off(T->off, R, k0, k1, k2);
                 if (!e->keep) continue;
@@ -264,10 +271,18 @@ static double estimate(const tables *T, int dim, const double ext[3], long ns, l
                 for (int d = 0; d < dim; ++d) pd *= p;
                 double cm = 0;
                 switch (mode) {
-                case FGT_MODE_DIRECT: cm = c->direct * ms * mt; break;
-                case FGT_MODE_HERMITE: cm = mt * (c->coef * pd + c->fun * dim * p), useA += w; break;
-                case FGT_MODE_TAYLOR: cm = ms * (c->coef * pd + c->fun * dim * p), useB += w; break;
-                default: cm = c->h2t * dim * pd * p, useA += w, useB += w; break;
+                case FGT_MODE_DIRECT:
+                    cm = c->direct * ms * mt;
+                    break;
+                case FGT_MODE_HERMITE:
+                    cm = mt * (c->coef * pd + c->fun * dim * p), useA += w;
+                    break;
+                case FGT_MODE_TAYLOR:
+                    cm = ms * (c->coef * pd + c->fun * dim * p), useB += w;
+                    break;
+                default:
+                    cm = c->h2t * dim * pd * p, useA += w, useB += w;
+                    break;
                 }
                 per += w * (c->pair + cm);
             }
@@ -374,8 +389,10 @@ static long lower_bound(const int64_t *k, long n, int64_t v) {
     long lo = 0, hi = n;
     while (lo < hi) {
         long mid = (lo + hi) / 2;
-        if (k[mid] < v) lo = mid + 1;
-        else hi = mid;
+        if (k[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -407,7 +424,8 @@ static void traverse(const fgt_plan *p, long tb, visit_fn visit, void *ctx) {
             long lo2 = it[2] - rz < 0 ? 0 : it[2] - rz;
             long hi2 = it[2] + rz >= p->n[2] ? p->n[2] - 1 : it[2] + rz;
             int64_t klo = fgt_key(p->n, j0, j1, lo2), khi = fgt_key(p->n, j0, j1, hi2);
-            for (long sb = lower_bound(p->skey, p->nsb, klo); sb < p->nsb && p->skey[sb] <= khi; ++sb) {
+            for (long sb = lower_bound(p->skey, p->nsb, klo); sb < p->nsb && p->skey[sb] <= khi;
+                 ++sb) {
                 long k[3] = {k0, k1, it[2] - p->skey[sb] % p->n[2]};
                 const fgt_offset *e = fgt_off(p->off, R, k[0], k[1], k[2]);
                 int order;
@@ -449,8 +467,11 @@ int fgt_setpts(fgt_plan *plan, long ns, const double *src, long nt, const double
         long n = s ? nt : ns;
         int bad = 0;
         double l0 = lo[0], l1 = lo[1], l2 = lo[2], h0 = hi[0], h1 = hi[1], h2 = hi[2];
-#pragma omp parallel for schedule(static) num_threads(nth) reduction(| : bad) reduction(min : l0, l1, l2) \
-    reduction(max : h0, h1, h2)
+#pragma omp parallel for schedule(static) num_threads(nth) reduction(|                             \
+                                                                     : bad)                        \
+    reduction(min                                                                                  \
+              : l0, l1, l2) reduction(max                                                          \
+                                      : h0, h1, h2)
         for (long i = 0; i < n; ++i) {
             double v[3] = {0, 0, 0};
             for (int d = 0; d < dim; ++d) v[a0 + d] = x[i * dim + d], bad |= !isfinite(v[a0 + d]);
@@ -574,11 +595,11 @@ int fgt_get_info(const fgt_plan *p, fgt_info *info) {
 typedef struct eval_ctx {
     const fgt_plan *p;
     long tb, t0, t1;
-    double c[3];     /* target box centre */
-    double *g;       /* gs + t0 */
-    double *B;       /* Taylor coefficients of the target box (stride P) */
-    int pB;          /* largest order accumulated into B */
-    long ds0, ds1;   /* pending direct span of sources */
+    double c[3];   /* target box centre */
+    double *g;     /* gs + t0 */
+    double *B;     /* Taylor coefficients of the target box (stride P) */
+    int pB;        /* largest order accumulated into B */
+    long ds0, ds1; /* pending direct span of sources */
     double *acc, *tmp;
 } eval_ctx;
 
@@ -593,7 +614,8 @@ static void eval_visit(void *vc, long sb, const long k[3], int mode, int order) 
     const fgt_plan *p = e->p;
     long s0 = p->sstart[sb], s1 = p->sstart[sb + 1];
     if (mode == FGT_MODE_DIRECT) {
-        if (e->ds1 == s0 && e->ds1 > e->ds0) e->ds1 = s1;
+        if (e->ds1 == s0 && e->ds1 > e->ds0)
+            e->ds1 = s1;
         else {
             flush_direct(e);
             e->ds0 = s0, e->ds1 = s1;
@@ -644,12 +666,21 @@ static int execute_cpu(fgt_plan *p) {
                 for (int a = 0; a < 3; ++a) c[a] = (i[a] + 0.5) * p->b;
                 double *A = p->A + p->aidx[sb] * p->ncoef;
                 memset(A, 0, sizeof(double) * ncoef);
-                fgt_k_moments(0, p->sstart[sb], p->sstart[sb + 1], p->su, p->sq, c, p->pe, st, A, acc);
+                fgt_k_moments(0, p->sstart[sb], p->sstart[sb + 1], p->su, p->sq, c, p->pe, st, A,
+                              acc);
             }
 #pragma omp for schedule(dynamic, 1)
             for (long tb = 0; tb < p->ntb; ++tb) {
-                eval_ctx e = {.p = p, .tb = tb, .t0 = p->tstart[tb], .t1 = p->tstart[tb + 1],
-                              .B = B, .pB = 0, .ds0 = 0, .ds1 = 0, .acc = acc, .tmp = tmp};
+                eval_ctx e = {.p = p,
+                              .tb = tb,
+                              .t0 = p->tstart[tb],
+                              .t1 = p->tstart[tb + 1],
+                              .B = B,
+                              .pB = 0,
+                              .ds0 = 0,
+                              .ds1 = 0,
+                              .acc = acc,
+                              .tmp = tmp};
                 long i[3];
                 box_index(p, p->tkey[tb], i);
                 for (int a = 0; a < 3; ++a) e.c[a] = (i[a] + 0.5) * p->b;
@@ -686,7 +717,8 @@ int fgt_execute(fgt_plan *p, const double *q, double *g) {
     for (long i = p->ns; i < p->ns + 8; ++i) p->sq[i] = 0;
     int rc;
 #ifdef FMM_HAVE_CUDA
-    if (p->o.device == FMM_DEVICE_CUDA) rc = fgt_cuda_execute(p, p->sq, p->gs);
+    if (p->o.device == FMM_DEVICE_CUDA)
+        rc = fgt_cuda_execute(p, p->sq, p->gs);
     else
 #endif
         rc = execute_cpu(p);

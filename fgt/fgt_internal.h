@@ -32,11 +32,11 @@ typedef struct fgt_offset {
 
 /* Cost model (arbitrary units ~ one fused multiply-add), per box pair. */
 typedef struct fgt_cost {
-    double direct;  /* per source-target pair (vector exp) */
-    double coef;    /* per coefficient of an evaluation or a build, per point */
-    double fun;     /* per 1-D function value per point */
-    double h2t;     /* per multiply-add of the separable translation */
-    double pair;    /* fixed cost of visiting a box pair */
+    double direct; /* per source-target pair (vector exp) */
+    double coef;   /* per coefficient of an evaluation or a build, per point */
+    double fun;    /* per 1-D function value per point */
+    double h2t;    /* per multiply-add of the separable translation */
+    double pair;   /* fixed cost of visiting a box pair */
 } fgt_cost;
 
 struct fgt_plan {
@@ -87,8 +87,10 @@ FGT_HD static inline int fgt_choose_mode(const fgt_offset *e, int dim, long ns, 
     double ph_d = 1, pt_d = 1;
     for (int d = 0; d < dim; ++d) ph_d *= ph, pt_d *= pt;
     if (force) {
-        if ((force == FGT_MODE_HERMITE || force == FGT_MODE_TAYLOR) && ph) *p = ph, mode = force;
-        else if (force == FGT_MODE_H2T && pt) *p = pt, mode = force;
+        if ((force == FGT_MODE_HERMITE || force == FGT_MODE_TAYLOR) && ph)
+            *p = ph, mode = force;
+        else if (force == FGT_MODE_H2T && pt)
+            *p = pt, mode = force;
         return mode;
     }
     if (ph) {
@@ -104,7 +106,8 @@ FGT_HD static inline int fgt_choose_mode(const fgt_offset *e, int dim, long ns, 
     return mode;
 }
 
-FGT_HD static inline const fgt_offset *fgt_off(const fgt_offset *off, int R, long k0, long k1, long k2) {
+FGT_HD static inline const fgt_offset *fgt_off(const fgt_offset *off, int R, long k0, long k1,
+                                               long k2) {
     if (k0 < 0) k0 = -k0;
     if (k1 < 0) k1 = -k1;
     if (k2 < 0) k2 = -k2;

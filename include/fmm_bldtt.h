@@ -69,45 +69,45 @@ enum bldtt_kernel {
 };
 
 enum bldtt_method {
-    BLDTT_METHOD_DTT = 0,  /* BLDTT: dual tree traversal, PP + PC + CP + CC (default) */
-    BLDTT_METHOD_BLTC = 1  /* barycentric Lagrange treecode: target leaves against the source
-                              tree, PP + PC only (for comparison) */
+    BLDTT_METHOD_DTT = 0, /* BLDTT: dual tree traversal, PP + PC + CP + CC (default) */
+    BLDTT_METHOD_BLTC = 1 /* barycentric Lagrange treecode: target leaves against the source
+                             tree, PP + PC only (for comparison) */
 };
 
 #define BLDTT_DEGREE_MAX 16   /* degree n in [0, BLDTT_DEGREE_MAX] */
 #define BLDTT_LEAF_MAX 100000 /* leaf_size in [1, BLDTT_LEAF_MAX] (0 = automatic) */
 
 typedef struct bldtt_opts {
-    int kernel;     /* enum bldtt_kernel (default BLDTT_COULOMB) */
-    double param;   /* kernel parameter, see the table above (default 0; Coulomb ignores it).
-                       FMM_ERR_PARAM when out of range for the kernel or not finite */
-    double theta;   /* MAC parameter, 0 < theta < 1 (default 0.7) */
-    int degree;     /* interpolation degree n, 0..BLDTT_DEGREE_MAX (default 8): (n+1)^3 proxy
-                       particles per cluster */
-    int leaf_size;  /* max particles per leaf, same for both trees (N0 = M0); 0 = automatic
-                       (CPU: 0.7 (n+1)^3 clamped to [200, 2000]; CUDA: 2000, the paper's value) */
-    int method;     /* enum bldtt_method (default BLDTT_METHOD_DTT) */
-    int device;     /* enum fmm_device: FMM_DEVICE_CPU (default, OpenMP) or FMM_DEVICE_CUDA
-                       (trees and lists on the CPU, everything else on the GPU; double) */
-    int threads;    /* OpenMP threads; 0 = the OpenMP default */
+    int kernel;    /* enum bldtt_kernel (default BLDTT_COULOMB) */
+    double param;  /* kernel parameter, see the table above (default 0; Coulomb ignores it).
+                      FMM_ERR_PARAM when out of range for the kernel or not finite */
+    double theta;  /* MAC parameter, 0 < theta < 1 (default 0.7) */
+    int degree;    /* interpolation degree n, 0..BLDTT_DEGREE_MAX (default 8): (n+1)^3 proxy
+                      particles per cluster */
+    int leaf_size; /* max particles per leaf, same for both trees (N0 = M0); 0 = automatic
+                      (CPU: 0.7 (n+1)^3 clamped to [200, 2000]; CUDA: 2000, the paper's value) */
+    int method;    /* enum bldtt_method (default BLDTT_METHOD_DTT) */
+    int device;    /* enum fmm_device: FMM_DEVICE_CPU (default, OpenMP) or FMM_DEVICE_CUDA
+                      (trees and lists on the CPU, everything else on the GPU; double) */
+    int threads;   /* OpenMP threads; 0 = the OpenMP default */
 } bldtt_opts;
 
 /* What the plan built (after bldtt_setpts) and did (after bldtt_execute). */
 typedef struct bldtt_info {
     long nsources, ntargets;
-    int same;                 /* 1 if targets = sources (one tree) */
-    int leaf_size;            /* the leaf size used */
+    int same;      /* 1 if targets = sources (one tree) */
+    int leaf_size; /* the leaf size used */
     long source_clusters, target_clusters;
     long source_leaves, target_leaves;
     int source_depth, target_depth; /* deepest level (root = 0) */
-    long pairs[4];            /* cluster pairs per interaction type: [0] PP, [1] PC, [2] CP,
-                                 [3] CC (PP and PC counted per target leaf) */
-    double evals[4];          /* kernel evaluations per type in one execute (same order) */
-    double time_setup_s;      /* last bldtt_setpts: trees and interaction lists (and, for a
-                                 CUDA plan, their upload) */
-    double time_setup_device_s; /* the part of time_setup_s spent on the device's allocations
-                                 and uploads (0 for a CPU plan) */
-    double time_execute_s;    /* last bldtt_execute, wall clock (including transfers) */
+    long pairs[4];                  /* cluster pairs per interaction type: [0] PP, [1] PC, [2] CP,
+                                       [3] CC (PP and PC counted per target leaf) */
+    double evals[4];                /* kernel evaluations per type in one execute (same order) */
+    double time_setup_s;            /* last bldtt_setpts: trees and interaction lists (and, for a
+                                       CUDA plan, their upload) */
+    double time_setup_device_s;     /* the part of time_setup_s spent on the device's allocations
+                                     and uploads (0 for a CPU plan) */
+    double time_execute_s;          /* last bldtt_execute, wall clock (including transfers) */
 } bldtt_info;
 
 typedef struct bldtt_plan bldtt_plan;
@@ -116,8 +116,8 @@ void bldtt_default_opts(bldtt_opts *opts);
 
 /* Checks and copies the options. Errors: FMM_ERR_ARG (opts or plan NULL), FMM_ERR_PARAM
  * (kernel, param, theta, degree, leaf_size or method out of range), FMM_ERR_THREADS
- * (threads outside [0, FMM_THREADS_MAX]), FMM_ERR_DEVICE (CUDA asked for but not built in or no device), FMM_ERR_NOMEM.
- * On failure *plan = NULL. */
+ * (threads outside [0, FMM_THREADS_MAX]), FMM_ERR_DEVICE (CUDA asked for but not built in or no
+ * device), FMM_ERR_NOMEM. On failure *plan = NULL. */
 int bldtt_makeplan(const bldtt_opts *opts, bldtt_plan **plan);
 
 /* sources: ns interleaved coordinates x0 y0 z0 x1 ...; targets: nt interleaved coordinates, or

@@ -70,12 +70,12 @@ typedef struct fgt_opts {
 /* What the plan chose (after fgt_setpts) and did (after fgt_execute). */
 typedef struct fgt_info {
     int dim;
-    double box_side;        /* box side / h */
-    int order;              /* largest expansion order per dimension used by any mode */
-    int radius;             /* neighbour radius in boxes (cut-off) */
-    long source_boxes;      /* non-empty source boxes */
-    long target_boxes;      /* non-empty target boxes */
-    long pairs[5];          /* box pairs per mode (index enum fgt_mode; [0] = cut off) */
+    double box_side;   /* box side / h */
+    int order;         /* largest expansion order per dimension used by any mode */
+    int radius;        /* neighbour radius in boxes (cut-off) */
+    long source_boxes; /* non-empty source boxes */
+    long target_boxes; /* non-empty target boxes */
+    long pairs[5];     /* box pairs per mode (index enum fgt_mode; [0] = cut off) */
 } fgt_info;
 
 typedef struct fgt_plan fgt_plan;
@@ -107,8 +107,8 @@ const char *fgt_strerror(int status);
 
 /* The direct O(ns*nt) sum, OpenMP-parallel (threads 0 = default): the reference. Same
  * arguments and errors as the plan (targets NULL = sources). */
-int fgt_direct(int dim, double bandwidth, long ns, const double *sources, const double *q,
-               long nt, const double *targets, double *g, int threads);
+int fgt_direct(int dim, double bandwidth, long ns, const double *sources, const double *q, long nt,
+               const double *targets, double *g, int threads);
 
 /* CUDA plans, for benchmarks: time (ms, CUDA events) of the last fgt_execute's device work
  * per stage: ms[0] = Hermite moments, [1] = Taylor build + H2T, [2] = direct + Hermite

@@ -36,8 +36,8 @@ uint64_t base_seed() {
 
 uint64_t test_seed(uint64_t offset) {
     uint64_t s = base_seed() + offset;
-    std::cout << "seed " << base_seed() << " (this test: " << s << "; replay with FMM_TEST_SEED="
-              << base_seed() << ")" << std::endl;
+    std::cout << "seed " << base_seed() << " (this test: " << s
+              << "; replay with FMM_TEST_SEED=" << base_seed() << ")" << std::endl;
     ::testing::Test::RecordProperty("seed", std::to_string(base_seed()));
     return s;
 }
@@ -64,8 +64,12 @@ Pts make(Dist d, long n, uint64_t seed) {
         rc = pts_uniform(n, seed, p.xyz.data(), p.q.data());
         for (auto &x : p.xyz) x = 2 * x - 1;
         break;
-    case PLUMMER: rc = pts_plummer(n, seed, p.xyz.data(), p.q.data()); break;
-    case SPHERE: rc = pts_sphere_surface(n, seed, p.xyz.data(), p.q.data()); break;
+    case PLUMMER:
+        rc = pts_plummer(n, seed, p.xyz.data(), p.q.data());
+        break;
+    case SPHERE:
+        rc = pts_sphere_surface(n, seed, p.xyz.data(), p.q.data());
+        break;
     case GAUSSIAN: {
         rc = pts_uniform(n, seed, p.xyz.data(), p.q.data()); // charges
         std::mt19937_64 g(seed ^ 0x9e3779b97f4a7c15ULL);
@@ -80,7 +84,8 @@ Pts make(Dist d, long n, uint64_t seed) {
 
 double rel_err(const std::vector<double> &a, const std::vector<double> &ref) {
     double e = 0, s = 0;
-    for (size_t i = 0; i < a.size(); ++i) e += (a[i] - ref[i]) * (a[i] - ref[i]), s += ref[i] * ref[i];
+    for (size_t i = 0; i < a.size(); ++i)
+        e += (a[i] - ref[i]) * (a[i] - ref[i]), s += ref[i] * ref[i];
     return s > 0 ? std::sqrt(e / s) : std::sqrt(e);
 }
 
@@ -114,7 +119,8 @@ Result run(const bldtt_opts &o, const Pts &s, const std::vector<double> &t = {},
     return r;
 }
 
-Result direct(const bldtt_opts &o, const Pts &s, const std::vector<double> &t = {}, bool grad = true) {
+Result direct(const bldtt_opts &o, const Pts &s, const std::vector<double> &t = {},
+              bool grad = true) {
     Result r;
     long nt = t.empty() ? s.n() : (long)t.size() / 3;
     r.phi.assign(nt, NAN);
@@ -128,15 +134,25 @@ Result direct(const bldtt_opts &o, const Pts &s, const std::vector<double> &t = 
 // an independent scalar G(r) and G'(r)/r, written out separately from bldtt/kernels.h
 double G(int k, double p, double r, double *f) {
     switch (k) {
-    case BLDTT_COULOMB: *f = -1 / (r * r * r); return 1 / r;
-    case BLDTT_YUKAWA: *f = -std::exp(-p * r) * (1 + p * r) / (r * r * r); return std::exp(-p * r) / r;
-    case BLDTT_REGULARIZED: *f = -std::pow(r * r + p * p, -1.5); return 1 / std::sqrt(r * r + p * p);
-    case BLDTT_SINC: *f = (p * r * std::cos(p * r) - std::sin(p * r)) / (r * r * r); return std::sin(p * r) / r;
-    default: *f = 1 / std::sqrt(r * r + p * p); return std::sqrt(r * r + p * p);
+    case BLDTT_COULOMB:
+        *f = -1 / (r * r * r);
+        return 1 / r;
+    case BLDTT_YUKAWA:
+        *f = -std::exp(-p * r) * (1 + p * r) / (r * r * r);
+        return std::exp(-p * r) / r;
+    case BLDTT_REGULARIZED:
+        *f = -std::pow(r * r + p * p, -1.5);
+        return 1 / std::sqrt(r * r + p * p);
+    case BLDTT_SINC:
+        *f = (p * r * std::cos(p * r) - std::sin(p * r)) / (r * r * r);
+        return std::sin(p * r) / r;
+    default:
+        *f = 1 / std::sqrt(r * r + p * p);
+        return std::sqrt(r * r + p * p);
     }
 }
 
-}  // namespace
+} // namespace
 
 // bldtt_direct itself against a plain loop, every kernel, targets = sources and separate.
 TEST(BldttDirect, MatchesPlainLoop) {
@@ -154,7 +170,8 @@ TEST(BldttDirect, MatchesPlainLoop) {
                 for (long j = 0; j < s.n(); ++j) {
                     if (self && i == j) continue;
                     double d[3], r2 = 0;
-                    for (int a = 0; a < 3; ++a) d[a] = tx[3 * i + a] - s.xyz[3 * j + a], r2 += d[a] * d[a];
+                    for (int a = 0; a < 3; ++a)
+                        d[a] = tx[3 * i + a] - s.xyz[3 * j + a], r2 += d[a] * d[a];
                     double f, g = G(k, o.param, std::sqrt(r2), &f);
                     ph[i] += g * s.q[j];
                     for (int a = 0; a < 3; ++a) gr[3 * i + a] += f * d[a] * s.q[j];
@@ -189,9 +206,9 @@ static void every_distribution(std::initializer_list<int> kernels, uint64_t seed
             if (k == BLDTT_SINC && d == PLUMMER) o.param /= 2;
             Result r = run(o, s), ref = direct(o, s);
             double e = rel_err(r.phi, ref.phi), eg = rel_err(r.grad, ref.grad);
-            std::cout << bldtt_kernel_name(k) << " " << dist_name(d) << " err " << e << " grad " << eg
-                      << " pairs PP/PC/CP/CC " << r.info.pairs[0] << "/" << r.info.pairs[1] << "/"
-                      << r.info.pairs[2] << "/" << r.info.pairs[3] << std::endl;
+            std::cout << bldtt_kernel_name(k) << " " << dist_name(d) << " err " << e << " grad "
+                      << eg << " pairs PP/PC/CP/CC " << r.info.pairs[0] << "/" << r.info.pairs[1]
+                      << "/" << r.info.pairs[2] << "/" << r.info.pairs[3] << std::endl;
             // theta 0.7, n 4: the paper's Fig. 4 places this near 1e-5 (uniform) and a few
             // times worse for non-uniform sets. The oscillatory kernel at n 6 measured 2e-6
             // (uniform, sphere) to 1.6e-4 (Gaussian): its error grows with p r of the far clusters
@@ -201,7 +218,8 @@ static void every_distribution(std::initializer_list<int> kernels, uint64_t seed
             double tol = k == BLDTT_SINC ? 1e-3 : k == BLDTT_MULTIQUADRIC ? 5e-4 : 1e-4;
             EXPECT_LT(e, tol) << bldtt_kernel_name(k) << " " << dist_name(d);
             EXPECT_LT(eg, 3 * tol) << bldtt_kernel_name(k) << " " << dist_name(d);
-            EXPECT_GT(r.info.pairs[1] + r.info.pairs[2] + r.info.pairs[3], 0) << "no approximation used";
+            EXPECT_GT(r.info.pairs[1] + r.info.pairs[2] + r.info.pairs[3], 0)
+                << "no approximation used";
         }
 }
 
@@ -220,10 +238,17 @@ TEST(Bldtt, ScalarKernelsEveryDistributionSlow) {
 // clusters are large enough for proxies at this size: targets in a cube next to the sources.
 TEST(BldttLadder, CoulombSelf) {
     uint64_t seed = test_seed(3);
-    struct Step { double theta; int n; double lo, hi; };
+    struct Step {
+        double theta;
+        int n;
+        double lo, hi;
+    };
     // measured (uniform/Plummer, N = 20000, leaf 64): 4.7e-2, 9.7e-3, 4e-4, 5e-5, 4.7e-6
-    const Step steps[] = {{0.9, 1, 1e-3, 2e-1}, {0.9, 2, 1e-4, 5e-2}, {0.8, 3, 1e-6, 3e-3},
-                          {0.7, 4, 1e-7, 5e-4}, {0.6, 5, 1e-8, 5e-5}};
+    const Step steps[] = {{0.9, 1, 1e-3, 2e-1},
+                          {0.9, 2, 1e-4, 5e-2},
+                          {0.8, 3, 1e-6, 3e-3},
+                          {0.7, 4, 1e-7, 5e-4},
+                          {0.6, 5, 1e-8, 5e-5}};
     for (Dist d : {UNIFORM, PLUMMER}) {
         Pts s = make(d, 20000, seed + d);
         bldtt_opts o0 = opts(BLDTT_COULOMB, 0.7, 4, 64);
@@ -251,7 +276,11 @@ TEST(BldttLadder, CoulombHighDegreeSeparated) {
     for (size_t i = 0; i < t.size(); ++i) t[i] = u(g) + (i % 3 == 0 ? 4.0 : 0.0); // cube at x + 4
     bldtt_opts o0 = opts(BLDTT_COULOMB, 0.7, 4, 64);
     Result ref = direct(o0, s, t, false);
-    struct Step { double theta; int n; double hi; };
+    struct Step {
+        double theta;
+        int n;
+        double hi;
+    };
     // all of the potential is far field here (no near-field part in the norm), so the
     // relative errors are larger than for a self-interacting set at the same (theta, n)
     const Step steps[] = {{0.7, 6, 1e-4}, {0.7, 8, 3e-6}, {0.5, 10, 1e-9}, {0.5, 12, 1e-10}};
@@ -264,7 +293,9 @@ TEST(BldttLadder, CoulombHighDegreeSeparated) {
                   << r.info.pairs[3] << std::endl;
         EXPECT_LT(e, st.hi);
         EXPECT_LT(e, prev);
-        if (st.n <= 10) { EXPECT_GT(r.info.pairs[3], 0) << "cluster-cluster must be exercised"; }
+        if (st.n <= 10) {
+            EXPECT_GT(r.info.pairs[3], 0) << "cluster-cluster must be exercised";
+        }
         prev = e;
     }
 }
@@ -274,14 +305,17 @@ TEST(Bldtt, BltcAgreesWithBldtt) {
     uint64_t seed = test_seed(5);
     for (Dist d : {UNIFORM, GAUSSIAN}) {
         Pts s = make(d, 8000, seed + d);
-        bldtt_opts a = opts(BLDTT_COULOMB, 0.7, 4, 40), b = opts(BLDTT_COULOMB, 0.7, 4, 40, BLDTT_METHOD_BLTC);
+        bldtt_opts a = opts(BLDTT_COULOMB, 0.7, 4, 40),
+                   b = opts(BLDTT_COULOMB, 0.7, 4, 40, BLDTT_METHOD_BLTC);
         Result ra = run(a, s), rb = run(b, s), ref = direct(a, s);
-        double ea = rel_err(ra.phi, ref.phi), eb = rel_err(rb.phi, ref.phi), eab = rel_err(ra.phi, rb.phi);
+        double ea = rel_err(ra.phi, ref.phi), eb = rel_err(rb.phi, ref.phi),
+               eab = rel_err(ra.phi, rb.phi);
         std::cout << dist_name(d) << " BLDTT " << ea << " BLTC " << eb << " between " << eab
                   << "; BLDTT pairs " << ra.info.pairs[0] << "/" << ra.info.pairs[1] << "/"
                   << ra.info.pairs[2] << "/" << ra.info.pairs[3] << std::endl;
         EXPECT_LT(ea, 1e-4);
-        EXPECT_LT(eb, 3e-4); // BLTC is the less accurate of the two at equal (theta, n) (WVK Table 2)
+        EXPECT_LT(eb,
+                  3e-4); // BLTC is the less accurate of the two at equal (theta, n) (WVK Table 2)
         EXPECT_LE(eab, 1.01 * (ea + eb));
         EXPECT_EQ(rb.info.pairs[2] + rb.info.pairs[3], 0) << "BLTC has no CP/CC";
         EXPECT_GT(rb.info.pairs[1], 0);
@@ -307,8 +341,8 @@ TEST(Bldtt, UnequalTargetsAndSources) {
             bldtt_opts o = opts(k, 0.7, 5, 64);
             Result r = run(o, s, t), ref = direct(o, s, t);
             double e = rel_err(r.phi, ref.phi), eg = rel_err(r.grad, ref.grad);
-            std::cout << bldtt_kernel_name(k) << " M " << t.size() / 3 << " N " << s.n() << " err " << e
-                      << " grad " << eg << std::endl;
+            std::cout << bldtt_kernel_name(k) << " M " << t.size() / 3 << " N " << s.n() << " err "
+                      << e << " grad " << eg << std::endl;
             // (theta 0.7, n 5) on these sets: 1e-6 .. 1.5e-5 for Coulomb and Yukawa over 12
             // seeds (the worst targets sit next to a dense Plummer cluster), so 3x room above
             // that. Multiquadric: neutral Plummer sources make phi a small difference of large
@@ -335,7 +369,8 @@ TEST(Bldtt, MultiquadricSelfTermConvention) {
             for (int a = 0; a < 3; ++a) r2 += std::pow(s.xyz[3 * i + a] - s.xyz[3 * j + a], 2);
             full[i] += std::sqrt(r2 + o.param * o.param) * s.q[j];
         }
-    for (long i = 0; i < s.n(); ++i) r.phi[i] += bldtt_kernel_value(BLDTT_MULTIQUADRIC, o.param, 0) * s.q[i];
+    for (long i = 0; i < s.n(); ++i)
+        r.phi[i] += bldtt_kernel_value(BLDTT_MULTIQUADRIC, o.param, 0) * s.q[i];
     double e = rel_err(r.phi, full);
     std::cout << "multiquadric full mat-vec err " << e << std::endl;
     EXPECT_LT(e, 1e-6);
@@ -351,9 +386,9 @@ TEST(Bldtt, DegenerateSets) {
     for (int mode = 0; mode < 3; ++mode) {
         Pts p = s;
         for (long i = 0; i < p.n(); ++i) {
-            if (mode >= 0) p.xyz[3 * i + 2] = 0.25;                  // plane z = 0.25
-            if (mode >= 1) p.xyz[3 * i + 1] = -0.5;                  // line
-            if (mode == 2 && i % 3 == 0) p.xyz[3 * i] = p.xyz[0];    // many coincident points
+            if (mode >= 0) p.xyz[3 * i + 2] = 0.25;               // plane z = 0.25
+            if (mode >= 1) p.xyz[3 * i + 1] = -0.5;               // line
+            if (mode == 2 && i % 3 == 0) p.xyz[3 * i] = p.xyz[0]; // many coincident points
         }
         for (int k : {BLDTT_COULOMB, BLDTT_REGULARIZED}) {
             // robustness, not a new accuracy claim: finite results, and the error falls with n
@@ -362,8 +397,8 @@ TEST(Bldtt, DegenerateSets) {
             bldtt_opts o = opts(k, 0.6, 8, 32), o4 = opts(k, 0.6, 4, 32);
             Result r = run(o, p), r4 = run(o4, p), ref = direct(o, p);
             double e = rel_err(r.phi, ref.phi), e4 = rel_err(r4.phi, ref.phi);
-            std::cout << "mode " << mode << " " << bldtt_kernel_name(k) << " err n4 " << e4 << " n8 " << e
-                      << std::endl;
+            std::cout << "mode " << mode << " " << bldtt_kernel_name(k) << " err n4 " << e4
+                      << " n8 " << e << std::endl;
             EXPECT_LT(e, 1e-5) << "mode " << mode;
             EXPECT_LT(e, e4 / 10) << "mode " << mode;
             for (double v : r.phi) ASSERT_TRUE(std::isfinite(v));
@@ -371,9 +406,12 @@ TEST(Bldtt, DegenerateSets) {
     }
     for (long n : {1L, 2L}) {
         Pts p = make(UNIFORM, n, seed);
-        Result r = run(opts(BLDTT_COULOMB, 0.7, 3, 0), p), ref = direct(opts(BLDTT_COULOMB, 0.7, 3, 0), p);
+        Result r = run(opts(BLDTT_COULOMB, 0.7, 3, 0), p),
+               ref = direct(opts(BLDTT_COULOMB, 0.7, 3, 0), p);
         EXPECT_LT(rel_err(r.phi, ref.phi), 1e-15);
-        if (n == 1) { EXPECT_EQ(r.phi[0], 0.0); }
+        if (n == 1) {
+            EXPECT_EQ(r.phi[0], 0.0);
+        }
     }
 }
 
@@ -407,7 +445,8 @@ TEST(Bldtt, ReuseLinearityThreads) {
     bldtt_destroy(p2);
 }
 
-// Every entry point rejects bad input with the right code, and a failed call leaves the plan usable.
+// Every entry point rejects bad input with the right code, and a failed call leaves the plan
+// usable.
 TEST(Bldtt, BadInputRejected) {
     bldtt_opts o;
     bldtt_default_opts(&o);
@@ -483,11 +522,17 @@ TEST(Bldtt, BadInputRejected) {
     bldtt_destroy(p);
     bldtt_destroy(nullptr);
     // direct sums
-    EXPECT_EQ(bldtt_direct(nullptr, s.n(), s.xyz.data(), s.q.data(), 0, nullptr, phi.data(), nullptr), FMM_ERR_ARG);
-    EXPECT_EQ(bldtt_direct(&o, 0, s.xyz.data(), s.q.data(), 0, nullptr, phi.data(), nullptr), FMM_ERR_NPTS);
-    EXPECT_EQ(bldtt_direct(&o, s.n(), s.xyz.data(), q2.data(), 0, nullptr, phi.data(), nullptr), FMM_ERR_NONFINITE);
+    EXPECT_EQ(
+        bldtt_direct(nullptr, s.n(), s.xyz.data(), s.q.data(), 0, nullptr, phi.data(), nullptr),
+        FMM_ERR_ARG);
+    EXPECT_EQ(bldtt_direct(&o, 0, s.xyz.data(), s.q.data(), 0, nullptr, phi.data(), nullptr),
+              FMM_ERR_NPTS);
+    EXPECT_EQ(bldtt_direct(&o, s.n(), s.xyz.data(), q2.data(), 0, nullptr, phi.data(), nullptr),
+              FMM_ERR_NONFINITE);
     long idx = s.n();
-    EXPECT_EQ(bldtt_direct_subset(&o, s.n(), s.xyz.data(), s.q.data(), 0, nullptr, 1, &idx, phi.data(), nullptr), FMM_ERR_ARG);
+    EXPECT_EQ(bldtt_direct_subset(&o, s.n(), s.xyz.data(), s.q.data(), 0, nullptr, 1, &idx,
+                                  phi.data(), nullptr),
+              FMM_ERR_ARG);
 }
 
 // CPU and GPU agree in double within rounding (every kernel, both methods, gradient).

@@ -38,8 +38,8 @@ uint64_t base_seed() {
 
 uint64_t test_seed(uint64_t offset) {
     uint64_t s = base_seed() + offset;
-    std::cout << "seed " << base_seed() << " (this test: " << s << "; replay with FMM_TEST_SEED="
-              << base_seed() << ")" << std::endl;
+    std::cout << "seed " << base_seed() << " (this test: " << s
+              << "; replay with FMM_TEST_SEED=" << base_seed() << ")" << std::endl;
     ::testing::Test::RecordProperty("seed", std::to_string(base_seed()));
     return s;
 }
@@ -119,7 +119,8 @@ double run_case(const Case &c, uint64_t seed, fgt_info *info_out = nullptr,
     fgt_get_info(p, &info);
     fgt_destroy(p);
     if (rc) return -1;
-    EXPECT_EQ(fgt_direct(c.dim, c.h, c.ns, x.data(), q.data(), c.nt, y.data(), r.data(), 0), FMM_OK);
+    EXPECT_EQ(fgt_direct(c.dim, c.h, c.ns, x.data(), q.data(), c.nt, y.data(), r.data(), 0),
+              FMM_OK);
     if (info_out) *info_out = info;
     if (g_out) *g_out = g;
     return max_abs_diff(g, r) / sum_abs(q);
@@ -184,10 +185,11 @@ TEST_P(Modes, ForcedModeMeetsTolerance) {
             }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, Modes,
-                         ::testing::Combine(::testing::Values(1, 2, 3),
-                                            ::testing::Values((int)FGT_MODE_DIRECT, (int)FGT_MODE_HERMITE,
-                                                              (int)FGT_MODE_TAYLOR, (int)FGT_MODE_H2T)));
+INSTANTIATE_TEST_SUITE_P(
+    All, Modes,
+    ::testing::Combine(::testing::Values(1, 2, 3),
+                       ::testing::Values((int)FGT_MODE_DIRECT, (int)FGT_MODE_HERMITE,
+                                         (int)FGT_MODE_TAYLOR, (int)FGT_MODE_H2T)));
 
 // The cost model's choice mixes modes; the promise holds for box sides it would not pick too.
 TEST(Fgt, ForcedBoxSides) {
@@ -213,7 +215,8 @@ TEST(Fgt, ExtremeBandwidthsAndOffsets) {
         for (double shift : {0.0, 1e6}) {
             const int dim = 3;
             long ns = 800, nt = 600;
-            std::vector<double> x = points(dim, ns, UNIFORM, rng), y = points(dim, nt, UNIFORM, rng);
+            std::vector<double> x = points(dim, ns, UNIFORM, rng),
+                                y = points(dim, nt, UNIFORM, rng);
             for (double &v : x) v += shift;
             for (double &v : y) v += shift;
             // a few targets exactly on sources, so tiny h still sees something
@@ -228,7 +231,8 @@ TEST(Fgt, ExtremeBandwidthsAndOffsets) {
             ASSERT_EQ(fgt_setpts(p, ns, x.data(), nt, y.data()), FMM_OK);
             ASSERT_EQ(fgt_execute(p, q.data(), g.data()), FMM_OK);
             fgt_destroy(p);
-            ASSERT_EQ(fgt_direct(dim, h, ns, x.data(), q.data(), nt, y.data(), r.data(), 0), FMM_OK);
+            ASSERT_EQ(fgt_direct(dim, h, ns, x.data(), q.data(), nt, y.data(), r.data(), 0),
+                      FMM_OK);
             EXPECT_LE(max_abs_diff(g, r) / sum_abs(q), 1e-9) << "h " << h << " shift " << shift;
         }
 }
@@ -255,7 +259,8 @@ TEST(Fgt, AnalyticAndDegenerate) {
 
     // targets NULL is the same as targets = sources
     std::mt19937_64 rng(test_seed(500));
-    std::vector<double> a = points(2, 700, CLUSTERED, rng), w = weights(700, true, rng), g1(700), g2(700);
+    std::vector<double> a = points(2, 700, CLUSTERED, rng), w = weights(700, true, rng), g1(700),
+                        g2(700);
     ASSERT_EQ(fgt_makeplan(2, 0.05, nullptr, &p), FMM_OK);
     ASSERT_EQ(fgt_setpts(p, 700, a.data(), 0, nullptr), FMM_OK);
     ASSERT_EQ(fgt_execute(p, w.data(), g1.data()), FMM_OK);
@@ -368,11 +373,14 @@ TEST(Fgt, RejectsBadPointsAndWeightsPlanIntact) {
     fgt_destroy(p);
 
     EXPECT_EQ(fgt_direct(0, 0.1, ns, x.data(), q.data(), nt, y.data(), g.data(), 0), FMM_ERR_PARAM);
-    EXPECT_EQ(fgt_direct(dim, -1, ns, x.data(), q.data(), nt, y.data(), g.data(), 0), FMM_ERR_PARAM);
+    EXPECT_EQ(fgt_direct(dim, -1, ns, x.data(), q.data(), nt, y.data(), g.data(), 0),
+              FMM_ERR_PARAM);
     EXPECT_EQ(fgt_direct(dim, 0.1, 0, x.data(), q.data(), nt, y.data(), g.data(), 0), FMM_ERR_NPTS);
     EXPECT_EQ(fgt_direct(dim, 0.1, ns, nullptr, q.data(), nt, y.data(), g.data(), 0), FMM_ERR_ARG);
-    EXPECT_EQ(fgt_direct(dim, 0.1, ns, x.data(), q.data(), nt, y.data(), g.data(), -1), FMM_ERR_THREADS);
-    EXPECT_EQ(fgt_direct(dim, 0.1, ns, x.data(), q.data(), nt, y.data(), g.data(), 100000), FMM_ERR_THREADS);
+    EXPECT_EQ(fgt_direct(dim, 0.1, ns, x.data(), q.data(), nt, y.data(), g.data(), -1),
+              FMM_ERR_THREADS);
+    EXPECT_EQ(fgt_direct(dim, 0.1, ns, x.data(), q.data(), nt, y.data(), g.data(), 100000),
+              FMM_ERR_THREADS);
 }
 
 // A larger 3-D case in the benchmark's regime (N = 1.2e4, tolerance 1e-6).
@@ -424,4 +432,4 @@ TEST(FgtGpu, HermiteBenchRuns) {
     EXPECT_EQ(fgt_cuda_hermite_bench(10000, 0, 16, 4.0, &ms), FMM_ERR_PARAM);
 }
 
-}  // namespace
+} // namespace
