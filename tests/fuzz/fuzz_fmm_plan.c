@@ -1,0 +1,572 @@
+/* Fuzz target: the Coulomb FMM's plan API (include/fmm.h) on up to NMAX charges, checked against
+ * the direct sum (open boundary) or the Ewald sum (periodic). The bytes choose the options (some
+ * out of range), a scale of the coordinates and of the charges, the charges and their positions,
+ * excluded pairs and a second call on the same plan (layout below). Checks:
+ *  - every status is one that include/fmm.h documents for that call, and an input that the
+ *    header says is refused (NaN, coincident particles, n < 1, a particle outside the given box,
+ *    an excluded pair i == i or twice, an excluded index >= n) gets exactly that status;
+ *  - a result returned with FMM_OK is finite and as accurate as its order promises (below);
+ *  - a plan whose fmm_setpts failed keeps its previous points, and the same call on the same
+ *    plan gives bitwise the same outputs (one thread: the library promises repeatable sums).
+ *
+ * Accuracy criterion. fmm/accuracy.c holds the largest relative potential error measured at
+ * each order p over realistic sets, err(p), and picks the lowest order with 3 err(p) <= the
+ * tolerance. Fuzzed sets are adversarial (clusters at 48 scales, a lone charge beside them), so
+ * the error is measured against a norm without cancellation: phi_abs_i = sum_j |q_j| / r_ij
+ * (the potential of |q|, which bounds every multipole truncation error), its field analogue
+ * sum_j |q_j| / r_ij^2 and U_abs = 1/2 sum_i |q_i| phi_abs_i for energy and virial. Periodic: over
+ * minimum images, plus sum_j |q_j| / L (or / L^2) for the far images. The allowed relative
+ * error is
+ *     FACTOR * 3 err(p) (times p + 1 for field and virial, a derivative of the expansions)
+ *   + ROUNDING * eps * extent / d_min + FLOOR,
+ * with FACTOR 100: orders of magnitude beyond what the measured tables scatter, so that only a
+ * wrong expansion, list or translation fires it. The second term is the rounding of positions:
+ * the inputs only carry eps * extent of absolute precision (extent: the largest coordinate
+ * magnitude or span of the set, or L when periodic, where positions are wrapped), which in 1/r of
+ * the closest pair d_min is a relative error eps * extent / d_min; nearly coincident charges
+ * thus loosen the check instead of firing it. FLOOR (1e-11) covers the reference itself (Ewald
+ * at 1e-12) and rounding in expansions of order up to 50. Results whose true size lies outside
+ * the normal double range (the scales reach 2^+-1000) are not compared, but must be finite if
+ * FMM_OK is returned: a result that cannot be represented must be refused.
+ *
+ * Byte layout: HEADER bytes (flags, tolerance, order, depth, leaf size, n, coordinate scale,
+ * charge scale, box, second call, flags2, excluded pairs), then PER_POINT bytes per charge
+ * (three 16-bit coordinates, a zoom level, the charge, the periodic image shifts). */
+#include "tests/fuzz/fuzz.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "fmm.h"
+#include "fmm/accuracy.h"
+
+enum { NMAX = 200, HEADER = 17, PER_POINT = 9, MAX_PAIRS = 3 };
+static const double FACTOR = 100, ROUNDING = 1000, FLOOR = 1e-11;
+
+typedef struct {
+    fmm_opts o;
+    int box_given; /* open boundary with a box passed to fmm_makeplan */
+    double box[3]; /* the box passed (periodic or box_given) */
+    int k, m;      /* coordinates are unit * 2^k, charges unit * 2^m */
+    long n;
+    double *xyz, *q;
+    int npairs, pairs[2 * MAX_PAIRS];
+    int second; /* which second call (see second_call) */
+    int want_phi, want_field, want_energy, want_virial;
+} problem;
+
+typedef struct {
+    double *phi, *field, energy, virial[9];
+} outputs;
+
+/* The error that the library's table gives for order p (see the top): the smallest tolerance
+ * for which fmm_order_for_tolerance picks p or less, i.e. 3 err(p). The highest order is
+ * chosen for every tolerance below its neighbour's, so it gets its neighbour's value. */
+static double table_error(int p, int periodic) {
+    if (p >= FMM_ORDER_MAX) p = FMM_ORDER_MAX - 1;
+    double lo = -40, hi = 5; /* log10 of the tolerance */
+    for (int it = 0; it < 60; ++it) {
+        double mid = 0.5 * (lo + hi);
+        if (fmm_order_for_tolerance(pow(10, mid), periodic) <= p)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return pow(10, hi);
+}
+
+/* ---------------------------------------------------------------- input */
+
+/* Making a plan costs 0.04-2 s under the sanitizers at the orders allowed here (operators, and
+ * for periodic boxes the lattice sums; the first periodic virial builds tables for up to 4 s
+ * more), against milliseconds for the rest of a run, and up to a minute at order 44. So the
+ * options come from short menus (orders up to 20 open, 8 periodic, the periodic virial up to
+ * order 4; the high orders are the accuracy tests' part), and plans are kept across inputs
+ * (plan_for). Out-of-range values are in the menus too. */
+static const double tol_menu[16] = {1e-3, 3e-4, 1e-4, 3e-5,  1e-5,  1e-6,     1e-7,        5e-4,
+                                    0,    NAN,  2e-3, 1e-13, -1e-6, INFINITY, FMM_TOL_MAX, 2e-4};
+static const int order_special[6] = {0, 51, -1, 1000, -1000, 0};
+static const int depth_special[6] = {-2, 21, 20, 12, -1000, 7};
+static const int leaf_special[6] = {-1, 4097, 4096, 1, 2, 100000};
+static const int scale_menu[16] = {0, 0, 0, 0, 0, 0, 0, 0, 3, -5, 40, -40, 300, -300, 990, -990};
+static const double side_menu[8] = {1, 0.75, 1.25, 1.5, 2, 4, 1024, 33554432};
+
+static int parse(const uint8_t *data, size_t size, problem *P) {
+    memset(P, 0, sizeof *P);
+    if (size < HEADER + PER_POINT) return 0;
+    fuzz_bytes b = {data, size};
+    fmm_default_opts(&P->o);
+    P->o.threads = 1;
+    unsigned flags = fuzz_u8(&b);
+    const int periodic = flags & 1;
+    P->o.periodic = periodic;
+    if (flags & 2) P->o.boundary = FMM_BOUNDARY_VACUUM;
+    P->box_given = !periodic && (flags & 4);
+    int excl = flags & 8;
+    double tol = tol_menu[fuzz_u8(&b) % 16];
+    if (periodic && tol >= FMM_TOL_MIN && tol < 1e-3) tol = 1e-3; /* order 7 */
+    P->o.tolerance = tol;
+    unsigned ob = fuzz_u8(&b), db = fuzz_u8(&b), lb = fuzz_u8(&b);
+    if (flags & 64)
+        P->o.order = ob >= 250 ? order_special[ob - 250] : 1 + (int)(ob % (periodic ? 8 : 20));
+    if (flags & 128) {
+        P->o.depth = db < 250 ? (int)(db % 22) - 1 : depth_special[db - 250];
+        P->o.leaf_size = lb < 250 ? (int)(lb % 65) : leaf_special[lb - 250];
+    }
+    P->want_virial = (flags & 16) && (!periodic || (P->o.order >= 1 && P->o.order <= 4));
+    long n = 1 + fuzz_u8(&b) % NMAX;
+    P->k = scale_menu[fuzz_u8(&b) % 16];
+    P->m = scale_menu[fuzz_u8(&b) % 16];
+    const double side = side_menu[fuzz_u8(&b) % 8];
+    P->second = (int)fuzz_u8(&b);
+    unsigned flags2 = fuzz_u8(&b);
+    P->want_phi = !(flags2 & 8), P->want_field = !(flags2 & 16), P->want_energy = !(flags2 & 32);
+    for (int d = 0; d < 3; ++d) P->box[d] = ldexp(side, P->k);
+    if (flags2 & 1) P->box[1] = ldexp(side * 1.5, P->k); /* not cubic: refused when periodic */
+    unsigned pb[2 * MAX_PAIRS];
+    for (int i = 0; i < 2 * MAX_PAIRS; ++i) pb[i] = fuzz_u8(&b);
+
+    if ((long)(b.n / PER_POINT) < n) n = (long)(b.n / PER_POINT);
+    P->n = n;
+    P->xyz = malloc(sizeof(double) * 3 * (size_t)n);
+    P->q = malloc(sizeof(double) * (size_t)n);
+    if (!P->xyz || !P->q) return 0;
+    for (long i = 0; i < n; ++i) {
+        unsigned u[3] = {fuzz_u16(&b), fuzz_u16(&b), fuzz_u16(&b)};
+        unsigned zoom = fuzz_u8(&b) % 48, qb = fuzz_u8(&b), shift = fuzz_u8(&b);
+        /* around the centre of the unit cube, at one of 48 scales: deep adaptive trees */
+        for (int d = 0; d < 3; ++d) {
+            double x = 0.5 + ldexp(u[d] / 65536.0 - 0.5, -(int)zoom);
+            if (periodic) x += side * ((int)((shift >> (2 * d)) & 3) - 1); /* another image */
+            P->xyz[3 * i + d] = ldexp(x, P->k);
+        }
+        P->q[i] = ldexp((int8_t)qb / 16.0, P->m);
+    }
+    if (excl) {
+        P->npairs = 1 + (int)(flags2 >> 6) % MAX_PAIRS;
+        /* index n is out of range: execute must say FMM_ERR_NPTS */
+        for (int i = 0; i < 2 * P->npairs; ++i) P->pairs[i] = (int)(pb[i] % (unsigned)(n + 1));
+    }
+    return 1;
+}
+
+/* Kept plans (see the menus above): a plan made with the same options and box by an earlier
+ * input is reused, with its excluded pairs cleared; the first fmm_setpts replaces its points.
+ * Replaying a saved input makes a fresh plan. *fresh says which. */
+enum { KEPT = 64 };
+static struct {
+    fmm_opts o;
+    int has_box;
+    double box[3];
+    fmm_plan *plan;
+} kept[KEPT];
+static int nkept, next_evict;
+
+static int same_opts(const fmm_opts *a, const fmm_opts *b) {
+    return a->tolerance == b->tolerance && a->order == b->order && a->depth == b->depth &&
+           a->leaf_size == b->leaf_size && a->threads == b->threads && a->periodic == b->periodic &&
+           a->boundary == b->boundary && a->device == b->device && a->precision == b->precision;
+}
+
+static int plan_for(const problem *P, const double *box, fmm_plan **plan, int *fresh) {
+    for (int i = 0; i < nkept; ++i)
+        if (same_opts(&kept[i].o, &P->o) && kept[i].has_box == !!box &&
+            (!box || !memcmp(kept[i].box, box, sizeof kept[i].box))) {
+            *plan = kept[i].plan, *fresh = 0;
+            int rc = fmm_set_exclusions(*plan, 0, NULL);
+            FUZZ_CHECK(rc == FMM_OK, "clearing the excluded pairs: %d", rc);
+            return FMM_OK;
+        }
+    *fresh = 1;
+    int rc = fmm_makeplan(&P->o, box, plan);
+    if (rc) return rc;
+    int slot = nkept < KEPT ? nkept++ : next_evict++ % KEPT;
+    if (kept[slot].plan) fmm_destroy(kept[slot].plan);
+    kept[slot].o = P->o, kept[slot].has_box = !!box, kept[slot].plan = *plan;
+    if (box) memcpy(kept[slot].box, box, sizeof kept[slot].box);
+    return FMM_OK;
+}
+
+/* ---------------------------------------------------------------- reference */
+
+typedef struct {
+    int rc; /* of the reference sum */
+    double *phi, *field, energy, virial[9];
+    double phi_abs, field_abs, u_abs; /* the norms of the check (top of the file) */
+    double rounding;                  /* eps * extent / d_min */
+} reference;
+
+/* r = a - b, the minimum image in a periodic box of side L (L = 0: open) */
+static void separation(const double *a, const double *b, double L, double r[3]) {
+    for (int d = 0; d < 3; ++d) {
+        r[d] = a[d] - b[d];
+        if (L > 0) r[d] -= L * nearbyint(r[d] / L);
+    }
+}
+
+static int excluded(const int *pairs, int npairs, long i, long j) {
+    for (int k = 0; k < npairs; ++k)
+        if ((pairs[2 * k] == i && pairs[2 * k + 1] == j) ||
+            (pairs[2 * k] == j && pairs[2 * k + 1] == i))
+            return 1;
+    return 0;
+}
+
+/* The reference of the set scaled back to unit size (exactly: powers of two), its norms and
+ * its rounding allowance. The results are in unit scale too. */
+static void compute_reference(const problem *P, long n, const double *xyz, const double *q,
+                              reference *R) {
+    memset(R, 0, sizeof *R);
+    double *x = malloc(sizeof(double) * 3 * (size_t)n), *c = malloc(sizeof(double) * (size_t)n);
+    R->phi = calloc((size_t)n, sizeof(double));
+    R->field = calloc(3 * (size_t)n, sizeof(double));
+    if (!x || !c || !R->phi || !R->field) {
+        R->rc = FMM_ERR_NOMEM;
+        free(x), free(c);
+        return;
+    }
+    for (long i = 0; i < 3 * n; ++i) x[i] = ldexp(xyz[i], -P->k);
+    for (long i = 0; i < n; ++i) c[i] = ldexp(q[i], -P->m);
+    const double L = P->o.periodic ? ldexp(P->box[0], -P->k) : 0;
+    if (P->o.periodic) {
+        const double box[3] = {L, L, L};
+        R->rc = fmm_ewald(n, x, c, box, 1e-12, R->phi, R->field, &R->energy, R->virial, 1);
+    } else {
+        R->rc = fmm_direct(n, x, c, R->phi, R->field, &R->energy, R->virial, 1);
+    }
+    /* excluded pairs (each once: the library refuses repeats), the nearest image */
+    for (int k = 0; k < P->npairs && !R->rc; ++k) {
+        long i = P->pairs[2 * k], j = P->pairs[2 * k + 1];
+        if (i >= n || j >= n || excluded(P->pairs, k, i, j)) continue;
+        double r[3];
+        separation(x + 3 * i, x + 3 * j, L, r);
+        double r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2], r1 = sqrt(r2), r3 = r1 * r2;
+        R->phi[i] -= c[j] / r1, R->phi[j] -= c[i] / r1;
+        for (int d = 0; d < 3; ++d) {
+            R->field[3 * i + d] -= c[j] * r[d] / r3;
+            R->field[3 * j + d] += c[i] * r[d] / r3;
+        }
+        R->energy -= c[i] * c[j] / r1;
+        for (int a = 0; a < 3; ++a)
+            for (int bb = 0; bb < 3; ++bb) R->virial[3 * a + bb] -= c[i] * c[j] * r[a] * r[bb] / r3;
+    }
+    /* norms and rounding allowance */
+    double qabs = 0, lo[3] = {INFINITY, INFINITY, INFINITY},
+           hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    double extent = L, dmin = INFINITY;
+    for (long i = 0; i < n; ++i) {
+        qabs += fabs(c[i]);
+        for (int d = 0; d < 3; ++d) {
+            lo[d] = fmin(lo[d], x[3 * i + d]), hi[d] = fmax(hi[d], x[3 * i + d]);
+            extent = fmax(extent, fabs(x[3 * i + d]));
+        }
+    }
+    for (int d = 0; d < 3; ++d) extent = fmax(extent, hi[d] - lo[d]);
+    double s_phi = 0, s_field = 0, s_u = 0;
+    for (long i = 0; i < n; ++i) {
+        double a = L > 0 ? qabs / L : 0, bf = L > 0 ? qabs / (L * L) : 0;
+        for (long j = 0; j < n; ++j) {
+            if (j == i) continue;
+            double r[3];
+            separation(x + 3 * i, x + 3 * j, L, r);
+            double r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+            dmin = fmin(dmin, sqrt(r2));
+            a += fabs(c[j]) / sqrt(r2), bf += fabs(c[j]) / r2;
+        }
+        s_phi += a * a, s_field += bf * bf, s_u += 0.5 * fabs(c[i]) * a;
+    }
+    R->phi_abs = sqrt(s_phi), R->field_abs = sqrt(s_field), R->u_abs = s_u;
+    R->rounding = n > 1 ? DBL_EPSILON * extent / dmin : 0;
+    free(x), free(c);
+}
+
+static void free_reference(reference *R) {
+    free(R->phi), free(R->field);
+}
+
+/* relative error ||a 2^e - ref|| / norm over m values; a is the library's output */
+static double rel_error(long m, const double *a, int e, const double *ref, double norm) {
+    double s = 0;
+    for (long i = 0; i < m; ++i) {
+        double d = ldexp(a[i], e) - ref[i];
+        s += d * d;
+    }
+    return sqrt(s) / norm;
+}
+
+/* Whether a result whose unit-scale norm is `norm` lies, at scale 2^s, well inside the normal
+ * double range (then it can be compared). */
+static int representable(double norm, int s) {
+    if (!(norm > 0) || !isfinite(norm)) return 0;
+    int e = ilogb(norm) + s;
+    return e > -1000 && e < 1000;
+}
+
+static int all_finite(long m, const double *a) {
+    for (long i = 0; i < m; ++i)
+        if (!isfinite(a[i])) return 0;
+    return 1;
+}
+
+/* Checks an FMM_OK result of the set (n, xyz, q) against the reference. */
+static void check_result(const problem *P, fmm_plan *plan, long n, const double *xyz,
+                         const double *q, const outputs *out) {
+    const int want_virial = P->want_virial;
+    FUZZ_CHECK(!P->want_phi || all_finite(n, out->phi), "phi not finite");
+    FUZZ_CHECK(!P->want_field || all_finite(3 * n, out->field), "field not finite");
+    FUZZ_CHECK(!P->want_energy || isfinite(out->energy), "energy %g", out->energy);
+    FUZZ_CHECK(!want_virial || all_finite(9, out->virial), "virial not finite");
+    if (P->o.boundary == FMM_BOUNDARY_VACUUM && P->o.periodic) return; /* no reference here */
+    fmm_info info;
+    FUZZ_CHECK(fmm_get_info(plan, &info) == FMM_OK, "fmm_get_info");
+    reference R;
+    compute_reference(P, n, xyz, q, &R);
+    if (R.rc) { /* the reference refuses what the plan took: only coincident points may differ
+                   (wrapped positions) */
+        FUZZ_CHECK(R.rc == FMM_ERR_COINCIDENT || R.rc == FMM_ERR_NOMEM, "reference status %d",
+                   R.rc);
+        free_reference(&R);
+        return;
+    }
+    const int p = info.order;
+    const double base = FACTOR * table_error(p, P->o.periodic) + FLOOR + ROUNDING * R.rounding;
+    const double base_d =
+        (p + 1) * FACTOR * table_error(p, P->o.periodic) + FLOOR + ROUNDING * R.rounding;
+    const int k = P->k, m = P->m;
+    if (P->want_phi && representable(R.phi_abs, m - k)) {
+        double e = rel_error(n, out->phi, k - m, R.phi, R.phi_abs);
+        FUZZ_CHECK(e <= base, "phi error %.3e > %.3e (order %d, depth %d, n %ld)", e, base, p,
+                   info.depth, n);
+    }
+    if (P->want_field && representable(R.field_abs, m - 2 * k)) {
+        double e = rel_error(3 * n, out->field, 2 * k - m, R.field, R.field_abs);
+        FUZZ_CHECK(e <= base_d, "field error %.3e > %.3e (order %d, depth %d, n %ld)", e, base_d, p,
+                   info.depth, n);
+    }
+    if (P->want_energy && representable(R.u_abs, 2 * m - k)) {
+        double e = rel_error(1, &out->energy, k - 2 * m, &R.energy, R.u_abs);
+        FUZZ_CHECK(e <= base, "energy error %.3e > %.3e (order %d, n %ld)", e, base, p, n);
+    }
+    if (want_virial && representable(R.u_abs, 2 * m - k)) {
+        double e = rel_error(9, out->virial, k - 2 * m, R.virial, R.u_abs);
+        FUZZ_CHECK(e <= base_d, "virial error %.3e > %.3e (order %d, n %ld)", e, base_d, p, n);
+    }
+    free_reference(&R);
+}
+
+/* ---------------------------------------------------------------- calls */
+
+static int execute(const problem *P, fmm_plan *plan, const double *q, outputs *o) {
+    o->energy = NAN;
+    for (int i = 0; i < 9; ++i) o->virial[i] = NAN;
+    int rc = fmm_execute(plan, q, P->want_phi ? o->phi : NULL, P->want_field ? o->field : NULL,
+                         P->want_energy ? &o->energy : NULL, P->want_virial ? o->virial : NULL);
+    FUZZ_CHECK(rc == FMM_OK || rc == FMM_ERR_ARG || rc == FMM_ERR_NPTS || rc == FMM_ERR_NONFINITE ||
+                   rc == FMM_ERR_BOUNDARY || rc == FMM_ERR_NOMEM,
+               "fmm_execute: undocumented status %d (%s)", rc, fmm_strerror(rc));
+    return rc;
+}
+
+static int same_outputs(const problem *P, long n, const outputs *a, const outputs *b) {
+    return (!P->want_phi || !memcmp(a->phi, b->phi, sizeof(double) * (size_t)n)) &&
+           (!P->want_field || !memcmp(a->field, b->field, sizeof(double) * 3 * (size_t)n)) &&
+           (!P->want_energy || !memcmp(&a->energy, &b->energy, sizeof(double))) &&
+           (!P->want_virial || !memcmp(a->virial, b->virial, sizeof a->virial));
+}
+
+/* Whether the given set must be refused by fmm_setpts, and with which status (0: accepted) */
+static int expected_setpts(const problem *P, long n, const double *xyz) {
+    if (!xyz) return FMM_ERR_ARG;
+    if (n < 1) return FMM_ERR_NPTS;
+    for (long i = 0; i < 3 * n; ++i)
+        if (!isfinite(xyz[i])) return FMM_ERR_NONFINITE;
+    if (P->box_given)
+        for (long i = 0; i < n; ++i)
+            for (int d = 0; d < 3; ++d)
+                if (xyz[3 * i + d] < 0 || xyz[3 * i + d] > P->box[d]) return FMM_ERR_OUTSIDE;
+    for (long i = 0; i < n; ++i)
+        for (long j = 0; j < i; ++j)
+            if (!memcmp(xyz + 3 * i, xyz + 3 * j, 3 * sizeof(double))) return FMM_ERR_COINCIDENT;
+    return 0;
+}
+
+static int setpts(const problem *P, fmm_plan *plan, long n, const double *xyz) {
+    int rc = fmm_setpts(plan, n, xyz);
+    FUZZ_CHECK(rc == FMM_OK || rc == FMM_ERR_ARG || rc == FMM_ERR_NPTS || rc == FMM_ERR_NONFINITE ||
+                   rc == FMM_ERR_OUTSIDE || rc == FMM_ERR_COINCIDENT || rc == FMM_ERR_NOMEM,
+               "fmm_setpts: undocumented status %d (%s)", rc, fmm_strerror(rc));
+    /* periodic: positions that differ may still coincide once wrapped into the box */
+    int want = expected_setpts(P, n, xyz);
+    FUZZ_CHECK(rc == want || rc == FMM_ERR_NOMEM ||
+                   (P->o.periodic && !want && rc == FMM_ERR_COINCIDENT),
+               "fmm_setpts returned %d (%s), expected %d", rc, fmm_strerror(rc), want);
+    return rc;
+}
+
+/* The status fmm_execute must give for the charges q (NULL: the kept ones) after a successful
+ * fmm_setpts of n points, with the excluded pairs if fmm_set_exclusions accepted them. The
+ * vacuum boundary's refusal of a charged cell is left out: its test allows for rounding. */
+static int expected_execute(const problem *P, long n, const double *q, int pairs_set) {
+    if (pairs_set)
+        for (int k = 0; k < 2 * P->npairs; ++k)
+            if (P->pairs[k] >= n) return FMM_ERR_NPTS;
+    for (long i = 0; q && i < n; ++i)
+        if (!isfinite(q[i])) return FMM_ERR_NONFINITE;
+    return 0;
+}
+
+/* The second call on the plan (P->second % 9): the same points again (bitwise the same result),
+ * a refused set (NaN, a duplicate point, n = 0, NULL, a point outside the given box: the plan
+ * keeps its points and gives bitwise the same result), the charges reused (q NULL), NaN charges
+ * (refused, then the plan still works), one point fewer or one point moved (a new result,
+ * checked against its reference). */
+static void second_call(const problem *P, fmm_plan *plan, const outputs *first, int pairs_set) {
+    const long n = P->n;
+    const int what = P->second % 9;
+    const long j = (P->second / 9) % n, i = (j + 1) % n;
+    outputs o = {
+        malloc(sizeof(double) * (size_t)n), malloc(sizeof(double) * 3 * (size_t)n), 0, {0}};
+    double *xyz = malloc(sizeof(double) * 3 * (size_t)n), *q = malloc(sizeof(double) * (size_t)n);
+    if (!o.phi || !o.field || !xyz || !q) goto done;
+    memcpy(xyz, P->xyz, sizeof(double) * 3 * (size_t)n);
+    memcpy(q, P->q, sizeof(double) * (size_t)n);
+    long n2 = n;
+    const double *set = xyz, *charges = q;
+    switch (what) {
+    case 0:
+        break; /* the same points */
+    case 1:
+        xyz[3 * j + P->second % 3] = NAN;
+        break; /* refused */
+    case 2:    /* a duplicate (refused if n > 1) */
+        memcpy(xyz + 3 * j, xyz + 3 * i, 3 * sizeof(double));
+        break;
+    case 3:
+        n2 = 0;
+        break;
+    case 4:
+        set = NULL;
+        break;
+    case 5:
+        xyz[3 * j] = -0.5 * P->box[0] - xyz[3 * j];
+        break; /* outside the box, or moved */
+    case 6:
+        charges = NULL;
+        break;
+    case 7:
+        q[j] = NAN;
+        break;
+    case 8:
+        n2 = n > 1 ? n - 1 : n;
+        break;
+    }
+    int rc = setpts(P, plan, n2, set);
+    int rc2;
+    if (!rc && n2 != n) {
+        rc2 = execute(P, plan, NULL, &o);
+        FUZZ_CHECK(rc2 == FMM_ERR_ARG, "kept charges of another point count: status %d", rc2);
+    }
+    if (rc) {
+        /* refused: the previous points are kept */
+        rc2 = execute(P, plan, P->q, &o);
+        FUZZ_CHECK(rc2 == FMM_OK, "after a refused fmm_setpts: status %d", rc2);
+        FUZZ_CHECK(same_outputs(P, n, first, &o), "after a refused fmm_setpts: other outputs");
+        goto done;
+    }
+    rc2 = execute(P, plan, charges, &o);
+    int want = expected_execute(P, n2, charges, pairs_set);
+    if (rc2 != FMM_ERR_NOMEM && rc2 != FMM_ERR_BOUNDARY)
+        FUZZ_CHECK(rc2 == want, "second fmm_execute returned %d (%s), expected %d", rc2,
+                   fmm_strerror(rc2), want);
+    if (rc2) {
+        /* still works with good charges (the first call's; one fewer point: the prefix) */
+        rc2 = execute(P, plan, P->q, &o);
+        if (rc2 == FMM_ERR_NOMEM) goto done;
+        FUZZ_CHECK(rc2 == FMM_OK || (rc2 == FMM_ERR_NPTS && n2 < n), "after a refused call: %d",
+                   rc2);
+        if (rc2) goto done;
+        charges = P->q;
+    }
+    if (n2 == n && set && what != 5 && (what != 7 || rc2 == FMM_OK)) {
+        FUZZ_CHECK(same_outputs(P, n, first, &o), "the same call gave other outputs (case %d)",
+                   what);
+    } else {
+        check_result(P, plan, n2, set, charges, &o);
+    }
+done:
+    free(o.phi), free(o.field), free(xyz), free(q);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    problem P;
+    if (!parse(data, size, &P)) {
+        free(P.xyz), free(P.q);
+        return 0;
+    }
+    const long n = P.n;
+    fmm_plan *plan = NULL;
+    int fresh;
+    int rc = plan_for(&P, P.o.periodic || P.box_given ? P.box : NULL, &plan, &fresh);
+    FUZZ_CHECK(rc == FMM_OK || rc == FMM_ERR_ARG || rc == FMM_ERR_TOLERANCE ||
+                   rc == FMM_ERR_ORDER || rc == FMM_ERR_DEPTH || rc == FMM_ERR_LEAF ||
+                   rc == FMM_ERR_BOX || rc == FMM_ERR_THREADS || rc == FMM_ERR_BOUNDARY ||
+                   rc == FMM_ERR_NOMEM,
+               "fmm_makeplan: undocumented status %d (%s)", rc, fmm_strerror(rc));
+    FUZZ_CHECK(!rc == !!plan, "fmm_makeplan returned %d and plan %p", rc, (void *)plan);
+    /* options out of range must be refused */
+    const fmm_opts *o = &P.o;
+    int bad = !(o->tolerance >= FMM_TOL_MIN && o->tolerance <= FMM_TOL_MAX) ? FMM_ERR_TOLERANCE
+              : o->order != 0 && (o->order < FMM_ORDER_MIN || o->order > FMM_ORDER_MAX)
+                  ? FMM_ERR_ORDER
+              : o->depth < -1 || o->depth > FMM_DEPTH_MAX       ? FMM_ERR_DEPTH
+              : o->leaf_size < 0 || o->leaf_size > FMM_LEAF_MAX ? FMM_ERR_LEAF
+              : o->periodic && P.box[1] != P.box[0]             ? FMM_ERR_BOX
+                                                                : 0;
+    if (rc != FMM_ERR_NOMEM)
+        FUZZ_CHECK(bad ? rc != FMM_OK : 1, "fmm_makeplan accepted bad options (expected %d)", bad);
+    if (rc) goto done;
+
+    outputs first = {
+        malloc(sizeof(double) * (size_t)n), malloc(sizeof(double) * 3 * (size_t)n), 0, {0}};
+    if (!first.phi || !first.field) goto done_first;
+    if (fresh)
+        FUZZ_CHECK(fmm_execute(plan, P.q, first.phi, NULL, NULL, NULL) == FMM_ERR_NOPTS,
+                   "fmm_execute before fmm_setpts");
+    rc = setpts(&P, plan, n, P.xyz);
+    if (rc) {
+        if (fresh) {
+            rc = fmm_execute(plan, P.q, first.phi, NULL, NULL, NULL);
+            FUZZ_CHECK(rc == FMM_ERR_NOPTS, "fmm_execute after a failed first fmm_setpts: %d", rc);
+        }
+        goto done_first;
+    }
+    int pairs_set = 0;
+    if (P.npairs) {
+        int want = 0;
+        for (int k = 0; k < P.npairs; ++k)
+            if (P.pairs[2 * k] == P.pairs[2 * k + 1] ||
+                excluded(P.pairs, k, P.pairs[2 * k], P.pairs[2 * k + 1]))
+                want = FMM_ERR_ARG;
+        rc = fmm_set_exclusions(plan, P.npairs, P.pairs);
+        if (rc != FMM_ERR_NOMEM)
+            FUZZ_CHECK(rc == want, "fmm_set_exclusions returned %d, expected %d", rc, want);
+        pairs_set = rc == FMM_OK;
+    }
+    problem Pe = P; /* the pairs the plan holds */
+    if (!pairs_set) Pe.npairs = 0;
+    rc = execute(&Pe, plan, P.q, &first);
+    int want = expected_execute(&Pe, n, P.q, pairs_set);
+    if (rc != FMM_ERR_NOMEM && rc != FMM_ERR_BOUNDARY)
+        FUZZ_CHECK(rc == want, "fmm_execute returned %d (%s), expected %d", rc, fmm_strerror(rc),
+                   want);
+    if (rc == FMM_ERR_BOUNDARY)
+        FUZZ_CHECK(P.o.periodic && P.o.boundary == FMM_BOUNDARY_VACUUM, "FMM_ERR_BOUNDARY");
+    if (rc) goto done_first;
+    check_result(&Pe, plan, n, P.xyz, P.q, &first);
+    second_call(&Pe, plan, &first, pairs_set);
+done_first:
+    free(first.phi), free(first.field);
+done:
+    free(P.xyz), free(P.q);
+    return 0;
+}
