@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/reduce.h"
 #include "fmm.h"
 
 static int cmp_int(const void *a, const void *b) {
@@ -61,29 +62,38 @@ void excl_free(excl_list *x) {
     x->natoms = x->npairs = 0;
 }
 
-void excl_apply(const excl_list *x, const double *X, const double *Y, const double *Z, const double *q,
-                const int *at, double L, int threads, double *phi, double *field, double *energy,
-                double *virial) {
-    if (x->npairs == 0) return;
-    double en = 0, vir[9] = {0};
+int excl_apply(const excl_list *x, const double *X, const double *Y, const double *Z,
+               const double *q, const int *at, double L, int threads, double *phi, double *field,
+               double *energy, double *virial) {
+    if (x->npairs == 0) return FMM_OK;
     const long natoms = x->natoms;
-#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) schedule(static) \
-    reduction(+ : en, vir[:9])
-    for (long i = 0; i < natoms; ++i) {
-        if (x->start[i] == x->start[i + 1]) continue;
-        const long si = at ? at[i] : i;
-        double acc[EXCL_N] = {0};
-        for (int k = x->start[i]; k < x->start[i + 1]; ++k) {
-            const long sj = at ? at[x->partner[k]] : x->partner[k];
-            excl_term(X[si] - X[sj], Y[si] - Y[sj], Z[si] - Z[sj], L, q[si], q[sj], acc);
+    const int nt = threads > 0 ? threads : omp_get_max_threads();
+    /* energy and virial per thread, added in thread order (core/reduce.h) */
+    double *slots = calloc(10 * (size_t)nt, sizeof(double)), sum[10];
+    if (!slots) return FMM_ERR_NOMEM;
+#pragma omp parallel num_threads(nt)
+    {
+        double *s = slots + 10 * omp_get_thread_num();
+#pragma omp for schedule(static)
+        for (long i = 0; i < natoms; ++i) {
+            if (x->start[i] == x->start[i + 1]) continue;
+            const long si = at ? at[i] : i;
+            double acc[EXCL_N] = {0};
+            for (int k = x->start[i]; k < x->start[i + 1]; ++k) {
+                const long sj = at ? at[x->partner[k]] : x->partner[k];
+                excl_term(X[si] - X[sj], Y[si] - Y[sj], Z[si] - Z[sj], L, q[si], q[sj], acc);
+            }
+            if (phi) phi[i] -= acc[EXCL_PHI];
+            if (field)
+                for (int a = 0; a < 3; ++a) field[3 * i + a] -= acc[EXCL_E + a];
+            s[0] += acc[EXCL_ENERGY];
+            for (int k = 0; k < 9; ++k) s[1 + k] += acc[EXCL_VIR + k];
         }
-        if (phi) phi[i] -= acc[EXCL_PHI];
-        if (field)
-            for (int a = 0; a < 3; ++a) field[3 * i + a] -= acc[EXCL_E + a];
-        en += acc[EXCL_ENERGY];
-        for (int k = 0; k < 9; ++k) vir[k] += acc[EXCL_VIR + k];
     }
-    if (energy) *energy -= en;
+    fmm_sum_slots(slots, nt, 10, sum);
+    free(slots);
+    if (energy) *energy -= sum[0];
     if (virial)
-        for (int k = 0; k < 9; ++k) virial[k] -= vir[k];
+        for (int k = 0; k < 9; ++k) virial[k] -= sum[1 + k];
+    return FMM_OK;
 }

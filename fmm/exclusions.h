@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 typedef struct excl_list {
-    long natoms;  /* 1 + the largest index listed (0: no exclusions) */
+    long natoms; /* 1 + the largest index listed (0: no exclusions) */
     long npairs;
     int *start;   /* [natoms + 1]: atom i's partners are partner[start[i] .. start[i+1]) */
     int *partner; /* [2 npairs] */
@@ -33,10 +33,11 @@ void excl_free(excl_list *x);
 
 /* Subtract the excluded pairs' terms from phi (n), field (3n), energy and virial (each may be
  * NULL), all in the caller's order. Atom i's position and charge are X/Y/Z/q[at[i]] (at NULL:
- * [i]); L > 0: periodic cube of edge L (minimum image), L = 0: open. */
-void excl_apply(const excl_list *x, const double *X, const double *Y, const double *Z, const double *q,
-                const int *at, double L, int threads, double *phi, double *field, double *energy,
-                double *virial);
+ * [i]); L > 0: periodic cube of edge L (minimum image), L = 0: open. The same input and thread
+ * count give bitwise the same sums. FMM_OK, or FMM_ERR_NOMEM (nothing subtracted then). */
+int excl_apply(const excl_list *x, const double *X, const double *Y, const double *Z,
+               const double *q, const int *at, double L, int threads, double *phi, double *field,
+               double *energy, double *virial);
 
 enum { EXCL_PHI = 0, EXCL_E = 1, EXCL_ENERGY = 4, EXCL_VIR = 5, EXCL_N = 14 };
 
@@ -44,7 +45,8 @@ enum { EXCL_PHI = 0, EXCL_E = 1, EXCL_ENERGY = 4, EXCL_VIR = 5, EXCL_N = 14 };
  * acc[EXCL_PHI] += qj / r, acc[EXCL_E + a] += qj d_a / r^3, and the pair's share seen from i:
  * acc[EXCL_ENERGY] += qi qj / (2 r), acc[EXCL_VIR + 3a + b] += qi qj d_a d_b / (2 r^3)
  * (W_ab = -dU/d eps_ab of the pair is qi qj d_a d_b / r^3). */
-EXCL_HD void excl_term(double dx, double dy, double dz, double L, double qi, double qj, double *acc) {
+EXCL_HD void excl_term(double dx, double dy, double dz, double L, double qi, double qj,
+                       double *acc) {
     double d[3] = {dx, dy, dz};
     if (L > 0)
         for (int a = 0; a < 3; ++a) d[a] -= L * floor(d[a] / L + 0.5);

@@ -10,6 +10,8 @@
 #include "core/octree.h"
 #include "core/p2p.h"
 #include "core/panel.h"
+#include "core/reduce.h"
+#include "core/scale.h"
 #include "fmm/accuracy.h"
 #include "fmm/exclusions.h"
 #include "fmm/fmm_cuda.h"
@@ -29,10 +31,10 @@ struct fmm_plan {
     factored_op m2m, l2l;
     double *tr_mem; /* storage behind m2m and l2l */
     int *zoff;
-    double *lattice;   /* periodic: far images as one root M2L, [ncoef][ncoef] (unit cube) */
-    double *vtab;      /* periodic virial: strain derivatives of the lattice sums, built on demand */
-    double far_c0;     /* with vtab: pbc_far_self_potential() (unit cube) */
-    int virial;        /* this evaluation also gathers the forces per periodic image */
+    double *lattice; /* periodic: far images as one root M2L, [ncoef][ncoef] (unit cube) */
+    double *vtab;    /* periodic virial: strain derivatives of the lattice sums, built on demand */
+    double far_c0;   /* with vtab: pbc_far_self_potential() (unit cube) */
+    int virial;      /* this evaluation also gathers the forces per periodic image */
     double fshift[81]; /* [27][3] total force on the cell from the sources of each image */
     double *bg;        /* periodic: multipole of a unit charge spread over the unit cube */
     double *near_op;   /* periodic: the 26 nearest images as one root M2L, [ncoef][ncoef] */
@@ -40,14 +42,16 @@ struct fmm_plan {
                           26 nearest images act through near_op (pbc/cluster.h) */
     int compact_hint;  /* CUDA plans: compact on the last look (-1: not looked yet) */
     int have_pts;
+    int lexp; /* the plan's lengths are the caller's times 2^-lexp (core/scale.h) */
     octree tree;
-    double *W, *U;                 /* [nbox][npad] scaled multipoles and locals */
+    double *W, *U;                  /* [nbox][npad] scaled multipoles and locals */
     double *q, *phi, *ex, *ey, *ez; /* particles in tree order */
     excl_list excl;                 /* fmm_set_exclusions */
-    double *qkeep;                  /* CPU: the last execute's charges (caller order), for q = NULL */
-    long q_n;                       /* how many charges are kept (0: none) */
-    int q_charged;                  /* and whether they carry a net charge */
-    fmm_gpu *gpu;                   /* device = CUDA: the whole evaluation runs there */
+    double *qkeep; /* CPU: the last execute's charges (caller order), for q = NULL */
+    long q_n;      /* how many charges are kept (0: none) */
+    int q_charged; /* and whether they carry a net charge */
+    int q_exp;     /* and their scale exponent (core/scale.h) */
+    fmm_gpu *gpu;  /* device = CUDA: the whole evaluation runs there */
     long gpu_n;
     int gpu_depth;
     double gpu_lo[3], gpu_side;
@@ -68,7 +72,8 @@ void fmm_default_opts(fmm_opts *o) {
 
 static int check_opts(const fmm_opts *o) {
     if (!(o->tolerance >= FMM_TOL_MIN && o->tolerance <= FMM_TOL_MAX)) return FMM_ERR_TOLERANCE;
-    if (o->order != 0 && (o->order < FMM_ORDER_MIN || o->order > FMM_ORDER_MAX)) return FMM_ERR_ORDER;
+    if (o->order != 0 && (o->order < FMM_ORDER_MIN || o->order > FMM_ORDER_MAX))
+        return FMM_ERR_ORDER;
     if (o->depth < -1 || o->depth > FMM_DEPTH_MAX) return FMM_ERR_DEPTH;
     if (o->leaf_size < 0 || o->leaf_size > FMM_LEAF_MAX) return FMM_ERR_LEAF;
     if (o->threads < 0 || o->threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
@@ -79,7 +84,8 @@ static int check_opts(const fmm_opts *o) {
     if (o->device == FMM_DEVICE_CUDA) return FMM_ERR_DEVICE;
 #endif
     if (o->periodic != 0 && o->periodic != 1) return FMM_ERR_ARG;
-    if (o->precision != FMM_PRECISION_DOUBLE && o->precision != FMM_PRECISION_MIXED) return FMM_ERR_ARG;
+    if (o->precision != FMM_PRECISION_DOUBLE && o->precision != FMM_PRECISION_MIXED)
+        return FMM_ERR_ARG;
     if (o->precision == FMM_PRECISION_MIXED) {
         if (o->device != FMM_DEVICE_CUDA) return FMM_ERR_ARG;
         if (o->order == 0 && o->tolerance < FMM_MIXED_TOL_MIN) return FMM_ERR_TOLERANCE;
@@ -109,7 +115,9 @@ void fmm_destroy(fmm_plan *P) {
 }
 
 /* reflection flags (core/panel.h sign patterns) taking octant 7 (+,+,+) to octant o */
-static inline unsigned char octant_flags(int o) { return (unsigned char)(~o & 7); }
+static inline unsigned char octant_flags(int o) {
+    return (unsigned char)(~o & 7);
+}
 
 static int init_child_translations(fmm_plan *P) {
     const int p = P->p, nc = P->ncoef;
@@ -149,8 +157,8 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
             if (!(isfinite(box[d]) && box[d] > 0)) return FMM_ERR_BOX;
     /* periodic: the lattice operator is for a cube (orthorhombic cells need their own
      * lattice sums and well-separation rules) */
-    if (opts->periodic && (!box || fabs(box[1] - box[0]) > 1e-12 * box[0] ||
-                           fabs(box[2] - box[0]) > 1e-12 * box[0]))
+    if (opts->periodic &&
+        (!box || fabs(box[1] - box[0]) > 1e-12 * box[0] || fabs(box[2] - box[0]) > 1e-12 * box[0]))
         return FMM_ERR_BOX;
     fmm_plan *P = calloc(1, sizeof *P);
     if (!P) return FMM_ERR_NOMEM;
@@ -263,28 +271,16 @@ static int gpu_setpts(fmm_plan *P, long n, const void *xyz, int src, const doubl
 }
 #endif
 
-/* xyz in double or (f32, CUDA plans only) in single precision */
-static int setpts(fmm_plan *P, long n, const void *xyz, int f32) {
-    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    int bad = 0;
-    const int nt = P->opts.threads > 0 ? P->opts.threads : omp_get_max_threads();
-#pragma omp parallel for num_threads(nt) if (n > 50000) reduction(min : lo[:3]) reduction(max : hi[:3]) \
-    reduction(| : bad)
-    for (long i = 0; i < n; ++i)
-        for (int d = 0; d < 3; ++d) {
-            double v = f32 ? ((const float *)xyz)[3 * i + d] : ((const double *)xyz)[3 * i + d];
-            if (!isfinite(v)) bad = 1;
-            lo[d] = v < lo[d] ? v : lo[d];
-            hi[d] = v > hi[d] ? v : hi[d];
-        }
-    if (bad) return FMM_ERR_NONFINITE;
+/* The tree (CPU) or the device's copy (CUDA) of n points in the plan's units, xyz in double or
+ * (f32, CUDA plans only) single precision, lo and hi their bounding box. */
+static int place(fmm_plan *P, long n, const void *xyz, int f32, double lo[3], const double hi[3]) {
     double side;
     /* periodic with one leaf (CPU): the cell is centred on the charges (pbc/cluster.h) */
     const int root_only =
         P->opts.periodic && !P->gpu && (P->opts.depth == 0 || (P->opts.depth < 0 && n <= P->leaf));
     int compact = 0;
     if (P->opts.periodic) {
-        side = P->box[0];
+        side = ldexp(P->box[0], -P->lexp);
         lo[0] = lo[1] = lo[2] = 0.0;
         double c[3];
         /* the vacuum boundary's dipole term is that of the charges wrapped into [0, L)^3 */
@@ -295,12 +291,9 @@ static int setpts(fmm_plan *P, long n, const void *xyz, int f32) {
         } else if (P->gpu && P->opts.depth < 0 && n <= FMM_GPU_COMPACT_NMAX) {
             P->compact_hint = cluster_cell(n, xyz, f32, side, movable, P->opts.threads, c);
         }
-    } else if (P->have_box) {
-        for (int d = 0; d < 3; ++d)
-            if (lo[d] < 0 || hi[d] > P->box[d]) return FMM_ERR_OUTSIDE;
-        side = fmax(P->box[0], fmax(P->box[1], P->box[2]));
-        lo[0] = lo[1] = lo[2] = 0.0;
     } else {
+        /* open: the particles' bounding cube (a given box only bounds them), so that the virial
+           about its centre (a sum of q E (x - c)) does not cancel digits away */
         side = fmax(hi[0] - lo[0], fmax(hi[1] - lo[1], hi[2] - lo[2]));
         side = side > 0 ? side * (1 + 1e-12) : 1.0;
         for (int d = 0; d < 3; ++d) lo[d] = 0.5 * (lo[d] + hi[d]) - 0.5 * side;
@@ -351,6 +344,55 @@ static int setpts(fmm_plan *P, long n, const void *xyz, int f32) {
     return FMM_OK;
 }
 
+/* xyz in double or (f32, CUDA plans only) in single precision */
+static int setpts(fmm_plan *P, long n, const void *xyz, int f32) {
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY},
+           amax = 0;
+    int bad = 0;
+    const int nt = P->opts.threads > 0 ? P->opts.threads : omp_get_max_threads();
+#pragma omp parallel for num_threads(nt) if (n > 50000) reduction(min                              \
+                                                                  : lo[:3])                        \
+    reduction(max                                                                                  \
+              : hi[:3], amax) reduction(|                                                          \
+                                        : bad)
+    for (long i = 0; i < n; ++i)
+        for (int d = 0; d < 3; ++d) {
+            double v = f32 ? ((const float *)xyz)[3 * i + d] : ((const double *)xyz)[3 * i + d];
+            if (!isfinite(v)) bad = 1;
+            lo[d] = v < lo[d] ? v : lo[d];
+            hi[d] = v > hi[d] ? v : hi[d];
+            amax = fabs(v) > amax ? fabs(v) : amax;
+        }
+    if (bad) return FMM_ERR_NONFINITE;
+    if (!P->opts.periodic && P->have_box)
+        for (int d = 0; d < 3; ++d)
+            if (lo[d] < 0 || hi[d] > P->box[d]) return FMM_ERR_OUTSIDE;
+    /* lengths in units of 2^lexp where the box edge, or half the set's extent (which cannot
+       overflow), lies outside the range that needs none (core/scale.h) */
+    double ext = 0.0;
+    for (int d = 0; d < 3; ++d) ext = fmax(ext, 0.5 * hi[d] - 0.5 * lo[d]);
+    const int lexp = fmm_length_exponent(P->opts.periodic ? P->box[0] : ext, amax);
+    double *scaled = NULL;
+    if (lexp) {
+        const double f = ldexp(1.0, -lexp);
+        scaled = malloc(sizeof(double) * 3 * (size_t)n);
+        if (!scaled) return FMM_ERR_NOMEM;
+        for (long i = 0; i < 3 * n; ++i)
+            scaled[i] =
+                fmm_pow2(f32 ? ((const float *)xyz)[i] : ((const double *)xyz)[i], f, -lexp);
+        for (int d = 0; d < 3; ++d)
+            lo[d] = fmm_pow2(lo[d], f, -lexp), hi[d] = fmm_pow2(hi[d], f, -lexp);
+        xyz = scaled, f32 = 0;
+    }
+    const int old = P->lexp;
+    P->lexp = lexp;
+    int rc = place(P, n, xyz, f32, lo, hi);
+    free(scaled);
+    /* a CPU plan that failed keeps its previous points, and their units */
+    if (rc && !P->gpu) P->lexp = old;
+    return rc;
+}
+
 static int setpts_args(const fmm_plan *P, long n, const void *xyz) {
     if (!P) return FMM_ERR_ARG;
     if (n < 1 || n > (long)(SIZE_MAX / 64)) return n < 1 ? FMM_ERR_NPTS : FMM_ERR_NOMEM;
@@ -379,9 +421,11 @@ int fmm_cuda_setptsf(fmm_plan *P, long n, const float *d_xyz, void *stream) {
     if (rc) return rc;
 #ifdef FMM_HAVE_CUDA
     if (!P->gpu) return FMM_ERR_DEVICE;
-    /* an open boundary needs the bounding box or the box check of the positions, on the host */
-    if (!P->opts.periodic) return FMM_ERR_UNSUPPORTED;
+    /* an open boundary needs the bounding box or the box check of the positions, on the host;
+       positions the host does not see cannot be brought to the plan's units (core/scale.h) */
+    if (!P->opts.periodic || fmm_scale_exponent(P->box[0])) return FMM_ERR_UNSUPPORTED;
     const double lo[3] = {0, 0, 0};
+    P->lexp = 0;
     return gpu_setpts(P, n, d_xyz, FMM_GPU_DEVICE_F32, lo, P->box[0], stream);
 #else
     (void)stream;
@@ -399,19 +443,22 @@ int fmm_get_info(const fmm_plan *P, fmm_info *info) {
         info->depth = P->gpu_depth;
         info->nleaves = 1L << (3 * P->gpu_depth);
         info->nboxes = ((1L << (3 * (P->gpu_depth + 1))) - 1) / 7;
-        info->side = P->gpu_side;
-        for (int d = 0; d < 3; ++d) info->center[d] = P->gpu_lo[d] + 0.5 * P->gpu_side;
+        info->side = ldexp(P->gpu_side, P->lexp);
+        for (int d = 0; d < 3; ++d)
+            info->center[d] = ldexp(P->gpu_lo[d] + 0.5 * P->gpu_side, P->lexp);
         return FMM_OK;
     }
     info->depth = P->tree.depth;
     info->nboxes = P->tree.nbox;
     info->nleaves = P->tree.nleaf;
-    info->side = P->tree.side;
-    for (int d = 0; d < 3; ++d) info->center[d] = P->tree.lo[d] + 0.5 * P->tree.side;
+    info->side = ldexp(P->tree.side, P->lexp);
+    for (int d = 0; d < 3; ++d)
+        info->center[d] = ldexp(P->tree.lo[d] + 0.5 * P->tree.side, P->lexp);
     return FMM_OK;
 }
 
-static void matvec_add(int n, const double *restrict A, const double *restrict x, double *restrict y) {
+static void matvec_add(int n, const double *restrict A, const double *restrict x,
+                       double *restrict y) {
     for (int i = 0; i < n; ++i) {
         const double *a = A + (size_t)i * n;
         double s = 0.0;
@@ -421,7 +468,9 @@ static void matvec_add(int n, const double *restrict A, const double *restrict x
     }
 }
 
-static inline double box_side(const octree *t, int level) { return t->side / (double)(1 << level); }
+static inline double box_side(const octree *t, int level) {
+    return t->side / (double)(1 << level);
+}
 
 /* Child-parent translations of one level, grouped by child octant: PANEL_NB at a time,
  * sources gathered with the octant's reflection signs, one factored operator, results
@@ -485,7 +534,8 @@ static int upward(fmm_plan *P) {
     for (int i = 0; i < t->nleaf; ++i) {
         const oct_box *B = &t->box[t->leaves[i]];
         harm_p2m(P->p, box_side(t, B->level), B->c, B->end - B->begin, t->x + B->begin,
-                 t->y + B->begin, t->z + B->begin, P->q + B->begin, P->W + (size_t)t->leaves[i] * np);
+                 t->y + B->begin, t->z + B->begin, P->q + B->begin,
+                 P->W + (size_t)t->leaves[i] * np);
     }
     for (int l = t->depth; l >= 1; --l) {
         int rc = child_translations(P, l, 1);
@@ -505,6 +555,21 @@ static void image_shift(const octree *t, int code, double s[3]) {
  * (and exact): 20-odd flops each against some 10 p^2 for the expansion's terms. */
 static int direct_cheaper(const fmm_plan *P, long n) {
     return 2 * n < P->ncoef;
+}
+
+/* With the virial, the image forces of the X lists and of the leaves are gathered per chunk of
+ * boxes (XCHUNK) or leaves (LCHUNK) and added in chunk order: the same sums on every run whatever
+ * thread takes which chunk (core/reduce.h). */
+#define XCHUNK 16
+#define LCHUNK 4
+
+/* fshift += the nch chunks' image forces fsc[nch][81], in chunk order; frees fsc */
+static void add_chunk_forces(fmm_plan *P, double *fsc, int nch) {
+    if (!fsc) return;
+    double sum[81];
+    fmm_sum_slots(fsc, nch, 81, sum);
+    for (int k = 0; k < 81; ++k) P->fshift[k] += sum[k];
+    free(fsc);
 }
 
 static int interactions(fmm_plan *P) {
@@ -529,31 +594,34 @@ static int interactions(fmm_plan *P) {
     }
     /* X list: particles of coarser leaves straight into the local expansion, unless the box has
      * so few particles that its leaves take those particles as pairs (leaves()) */
-    double fs[81] = {0};
-#pragma omp parallel for schedule(dynamic, 16) reduction(+ : fs[:81])
-    for (int b = 0; b < t->nbox; ++b) {
-        const oct_box *B = &t->box[b];
-        double tmp[HARM_NPAD_MAX];
-        if (direct_cheaper(P, B->end - B->begin)) continue;
-        for (long e = t->X.start[b]; e < t->X.start[b + 1]; ++e) {
-            const oct_box *C = &t->box[t->X.box[e]];
-            double s[3], c[3], h = box_side(t, B->level);
-            int code = t->X.aux[e], tag = P->virial && code != OCT_NOSHIFT;
-            image_shift(t, code, s);
-            for (int d = 0; d < 3; ++d) c[d] = B->c[d] - s[d];
-            double *u = tag ? tmp : P->U + (size_t)b * np;
-            if (tag) memset(tmp, 0, sizeof(double) * np);
-            harm_p2l(P->p, h, c, C->end - C->begin, t->x + C->begin, t->y + C->begin,
-                     t->z + C->begin, P->q + C->begin, u);
-            if (tag) {
-                double F[3];
-                harm_local_force(P->p, h, tmp, 1, P->W + (size_t)b * np, F);
-                for (int a = 0; a < 3; ++a) fs[3 * code + a] += F[a];
-                for (int k = 0; k < np; ++k) P->U[(size_t)b * np + k] += tmp[k];
+    const int nch = (t->nbox + XCHUNK - 1) / XCHUNK;
+    double *fsc = P->virial ? calloc(81 * (size_t)nch, sizeof(double)) : NULL;
+    if (P->virial && !fsc) return FMM_ERR_NOMEM;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int ch = 0; ch < nch; ++ch)
+        for (int b = ch * XCHUNK; b < t->nbox && b < (ch + 1) * XCHUNK; ++b) {
+            const oct_box *B = &t->box[b];
+            double tmp[HARM_NPAD_MAX], *fs = fsc ? fsc + 81 * (size_t)ch : NULL;
+            if (direct_cheaper(P, B->end - B->begin)) continue;
+            for (long e = t->X.start[b]; e < t->X.start[b + 1]; ++e) {
+                const oct_box *C = &t->box[t->X.box[e]];
+                double s[3], c[3], h = box_side(t, B->level);
+                int code = t->X.aux[e], tag = P->virial && code != OCT_NOSHIFT;
+                image_shift(t, code, s);
+                for (int d = 0; d < 3; ++d) c[d] = B->c[d] - s[d];
+                double *u = tag ? tmp : P->U + (size_t)b * np;
+                if (tag) memset(tmp, 0, sizeof(double) * np);
+                harm_p2l(P->p, h, c, C->end - C->begin, t->x + C->begin, t->y + C->begin,
+                         t->z + C->begin, P->q + C->begin, u);
+                if (tag) {
+                    double F[3];
+                    harm_local_force(P->p, h, tmp, 1, P->W + (size_t)b * np, F);
+                    for (int a = 0; a < 3; ++a) fs[3 * code + a] += F[a];
+                    for (int k = 0; k < np; ++k) P->U[(size_t)b * np + k] += tmp[k];
+                }
             }
         }
-    }
-    for (int k = 0; k < 81; ++k) P->fshift[k] += fs[k];
+    add_chunk_forces(P, fsc, nch);
     return FMM_OK;
 }
 
@@ -572,57 +640,75 @@ static void tagged_add(long m, const double *q, double *buf, double *phi, double
     double *bp = buf, *bx = buf + m, *by = buf + 2 * m, *bz = buf + 3 * m;
     for (long i = 0; i < m; ++i) {
         phi[i] += bp[i], ex[i] += bx[i], ey[i] += by[i], ez[i] += bz[i];
-        fs[3 * code] += q[i] * bx[i], fs[3 * code + 1] += q[i] * by[i], fs[3 * code + 2] += q[i] * bz[i];
+        fs[3 * code] += q[i] * bx[i], fs[3 * code + 1] += q[i] * by[i],
+            fs[3 * code + 2] += q[i] * bz[i];
     }
 }
 
 static int leaves(fmm_plan *P) {
     const octree *t = &P->tree;
     const int np = P->npad;
-    double fs[81] = {0};
+    const int nch = (t->nleaf + LCHUNK - 1) / LCHUNK;
+    double *fsc = P->virial ? calloc(81 * (size_t)nch, sizeof(double)) : NULL;
+    if (P->virial && !fsc) return FMM_ERR_NOMEM;
     int fail = 0;
-#pragma omp parallel for schedule(dynamic, 4) reduction(+ : fs[:81]) reduction(| : fail)
-    for (int i = 0; i < t->nleaf; ++i) {
-        int b = t->leaves[i];
-        const oct_box *B = &t->box[b];
-        long s0 = B->begin, m = B->end - B->begin;
-        const double *x = t->x + s0, *y = t->y + s0, *z = t->z + s0;
-        double *phi = P->phi + s0, *ex = P->ex + s0, *ey = P->ey + s0, *ez = P->ez + s0;
-        memset(phi, 0, sizeof(double) * m), memset(ex, 0, sizeof(double) * m);
-        memset(ey, 0, sizeof(double) * m), memset(ez, 0, sizeof(double) * m);
-        if (B->level >= 2 || t->periodic)
-            harm_l2p(P->p, box_side(t, B->level), B->c, P->U + (size_t)b * np, m, x, y, z, phi, ex,
-                     ey, ez);
-        double *buf = P->virial ? calloc(4 * (size_t)m, sizeof(double)) : NULL;
-        if (P->virial && !buf) {
-            fail = 1;
-            continue;
-        }
-        double *bp = buf, *bx = buf + m, *by = buf + 2 * m, *bz = buf + 3 * m;
-        const double *qs = P->q + s0;
-        for (long e = t->W.start[b]; e < t->W.start[b + 1]; ++e) {
-            const oct_box *C = &t->box[t->W.box[e]];
-            double s[3], c[3];
-            int code = t->W.aux[e], tag = buf && code != OCT_NOSHIFT;
-            image_shift(t, code, s);
-            for (int d = 0; d < 3; ++d) c[d] = C->c[d] + s[d];
-            if (tag) memset(buf, 0, sizeof(double) * 4 * m);
-            if (direct_cheaper(P, C->end - C->begin))
-                p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin,
-                    t->z + C->begin, P->q + C->begin, s, tag ? bp : phi, tag ? bx : ex,
-                    tag ? by : ey, tag ? bz : ez);
-            else
-                harm_m2p(P->p, box_side(t, C->level), c, P->W + (size_t)t->W.box[e] * np, m, x, y,
-                         z, tag ? bp : phi, tag ? bx : ex, tag ? by : ey, tag ? bz : ez);
-            if (tag) tagged_add(m, qs, buf, phi, ex, ey, ez, fs, code);
-        }
-        /* the X lists of this leaf and its ancestors that interactions() left to the pairs */
-        for (int a = b; a >= 0; a = t->box[a].parent) {
-            if (!direct_cheaper(P, t->box[a].end - t->box[a].begin)) continue;
-            for (long e = t->X.start[a]; e < t->X.start[a + 1]; ++e) {
-                const oct_box *C = &t->box[t->X.box[e]];
+#pragma omp parallel for schedule(dynamic, 1) reduction(| : fail)
+    for (int ch = 0; ch < nch; ++ch)
+        for (int i = ch * LCHUNK; i < t->nleaf && i < (ch + 1) * LCHUNK; ++i) {
+            int b = t->leaves[i];
+            double *fs = fsc ? fsc + 81 * (size_t)ch : NULL;
+            const oct_box *B = &t->box[b];
+            long s0 = B->begin, m = B->end - B->begin;
+            const double *x = t->x + s0, *y = t->y + s0, *z = t->z + s0;
+            double *phi = P->phi + s0, *ex = P->ex + s0, *ey = P->ey + s0, *ez = P->ez + s0;
+            memset(phi, 0, sizeof(double) * m), memset(ex, 0, sizeof(double) * m);
+            memset(ey, 0, sizeof(double) * m), memset(ez, 0, sizeof(double) * m);
+            if (B->level >= 2 || t->periodic)
+                harm_l2p(P->p, box_side(t, B->level), B->c, P->U + (size_t)b * np, m, x, y, z, phi,
+                         ex, ey, ez);
+            double *buf = P->virial ? calloc(4 * (size_t)m, sizeof(double)) : NULL;
+            if (P->virial && !buf) {
+                fail = 1;
+                continue;
+            }
+            double *bp = buf, *bx = buf + m, *by = buf + 2 * m, *bz = buf + 3 * m;
+            const double *qs = P->q + s0;
+            for (long e = t->W.start[b]; e < t->W.start[b + 1]; ++e) {
+                const oct_box *C = &t->box[t->W.box[e]];
+                double s[3], c[3];
+                int code = t->W.aux[e], tag = buf && code != OCT_NOSHIFT;
+                image_shift(t, code, s);
+                for (int d = 0; d < 3; ++d) c[d] = C->c[d] + s[d];
+                if (tag) memset(buf, 0, sizeof(double) * 4 * m);
+                if (direct_cheaper(P, C->end - C->begin))
+                    p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin,
+                        t->z + C->begin, P->q + C->begin, s, tag ? bp : phi, tag ? bx : ex,
+                        tag ? by : ey, tag ? bz : ez);
+                else
+                    harm_m2p(P->p, box_side(t, C->level), c, P->W + (size_t)t->W.box[e] * np, m, x,
+                             y, z, tag ? bp : phi, tag ? bx : ex, tag ? by : ey, tag ? bz : ez);
+                if (tag) tagged_add(m, qs, buf, phi, ex, ey, ez, fs, code);
+            }
+            /* the X lists of this leaf and its ancestors that interactions() left to the pairs */
+            for (int a = b; a >= 0; a = t->box[a].parent) {
+                if (!direct_cheaper(P, t->box[a].end - t->box[a].begin)) continue;
+                for (long e = t->X.start[a]; e < t->X.start[a + 1]; ++e) {
+                    const oct_box *C = &t->box[t->X.box[e]];
+                    double s[3];
+                    int code = t->X.aux[e], tag = buf && code != OCT_NOSHIFT;
+                    image_shift(t, code, s);
+                    if (tag) memset(buf, 0, sizeof(double) * 4 * m);
+                    p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin,
+                        t->z + C->begin, P->q + C->begin, s, tag ? bp : phi, tag ? bx : ex,
+                        tag ? by : ey, tag ? bz : ez);
+                    if (tag) tagged_add(m, qs, buf, phi, ex, ey, ez, fs, code);
+                }
+            }
+            for (long e = t->U.start[b]; e < t->U.start[b + 1]; ++e) {
+                const oct_box *C = &t->box[t->U.box[e]];
                 double s[3];
-                int code = t->X.aux[e], tag = buf && code != OCT_NOSHIFT;
+                int code = t->U.aux[e], tag = buf && code != OCT_NOSHIFT;
+                if (P->compact && code != OCT_NOSHIFT) continue; /* by M2L at the root instead */
                 image_shift(t, code, s);
                 if (tag) memset(buf, 0, sizeof(double) * 4 * m);
                 p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin,
@@ -630,21 +716,9 @@ static int leaves(fmm_plan *P) {
                     tag ? by : ey, tag ? bz : ez);
                 if (tag) tagged_add(m, qs, buf, phi, ex, ey, ez, fs, code);
             }
+            free(buf);
         }
-        for (long e = t->U.start[b]; e < t->U.start[b + 1]; ++e) {
-            const oct_box *C = &t->box[t->U.box[e]];
-            double s[3];
-            int code = t->U.aux[e], tag = buf && code != OCT_NOSHIFT;
-            if (P->compact && code != OCT_NOSHIFT) continue; /* by M2L at the root instead */
-            image_shift(t, code, s);
-            if (tag) memset(buf, 0, sizeof(double) * 4 * m);
-            p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin, t->z + C->begin,
-                P->q + C->begin, s, tag ? bp : phi, tag ? bx : ex, tag ? by : ey, tag ? bz : ez);
-            if (tag) tagged_add(m, qs, buf, phi, ex, ey, ez, fs, code);
-        }
-        free(buf);
-    }
-    for (int k = 0; k < 81; ++k) P->fshift[k] += fs[k];
+    add_chunk_forces(P, fsc, nch);
     return fail ? FMM_ERR_NOMEM : FMM_OK;
 }
 
@@ -693,13 +767,13 @@ static void periodic_corrections(fmm_plan *P) {
  * C_LM = sum (-1)^j w_lm w_jk over (lm) + (jk) = (LM) of the scaled root multipole, charge
  * term included; V the strain derivatives of the lattice sums (degree 2: of the traceless
  * Ewald far Hessian); the isotropic terms from 1/V and c0 / L (c0: the unit cube's, a scalar
- * of the cube, so its strain derivative is -c0/3 I). Vacuum boundary (neutral only): U_vac = U_tf + (2 pi / 3V)|D|^2
- * with D -> (I + e)D and V -> V(1 + tr e) under strain, so W_vac = W_tf - (2 pi / 3V)(2 D D^T -
- * |D|^2 I); the vacuum forces F_tf - (4 pi / 3V) q D already carry the D D^T part through
- * sum F (x) Y, which leaves W_lat without its |D|^2 term. */
-static void periodic_virial(int p, double L, int tinfoil, const double *w, const double *vtab, double c0,
-                            const double FY[9], const double fshift[81], const double D[3], double S2,
-                            double *Wout) {
+ * of the cube, so its strain derivative is -c0/3 I). Vacuum boundary (neutral only): U_vac = U_tf +
+ * (2 pi / 3V)|D|^2 with D -> (I + e)D and V -> V(1 + tr e) under strain, so W_vac = W_tf - (2 pi /
+ * 3V)(2 D D^T - |D|^2 I); the vacuum forces F_tf - (4 pi / 3V) q D already carry the D D^T part
+ * through sum F (x) Y, which leaves W_lat without its |D|^2 term. */
+static void periodic_virial(int p, double L, int tinfoil, const double *w, const double *vtab,
+                            double c0, const double FY[9], const double fshift[81],
+                            const double D[3], double S2, double *Wout) {
     const double V = L * L * L, pi = 3.14159265358979323846, Q = w[0];
     const int n2 = harm_ncoef(2 * p);
     double W[9];
@@ -733,17 +807,28 @@ static void periodic_virial(int p, double L, int tinfoil, const double *w, const
         }
         free(cr);
     }
-    const double iso = tinfoil ? 2 * pi / (3 * V) * (Q * S2 - D[0] * D[0] - D[1] * D[1] - D[2] * D[2]) +
-                                     Q * Q * c0 / (6 * L)
-                               : 0.0;
+    const double iso = tinfoil
+                           ? 2 * pi / (3 * V) * (Q * S2 - D[0] * D[0] - D[1] * D[1] - D[2] * D[2]) +
+                                 Q * Q * c0 / (6 * L)
+                           : 0.0;
     for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) Wout[3 * a + b] = 0.5 * (W[3 * a + b] + W[3 * b + a]) + (a == b ? iso : 0.0);
+        for (int b = 0; b < 3; ++b)
+            Wout[3 * a + b] = 0.5 * (W[3 * a + b] + W[3 * b + a]) + (a == b ? iso : 0.0);
 }
 
 /* CPU pieces of the periodic virial: sum_i F_i (x) Y_i and the dipole about the cell centre */
 static int periodic_virial_cpu(fmm_plan *P, double *Wout) {
     const octree *t = &P->tree;
-    const double *c = t->box[0].c;
+    const double *c = t->box[0].c, *xs[3] = {t->x, t->y, t->z};
+    /* sum_i F_i = 0 (Ewald's forces), so sum F_i (x) Y_i may take Y about any point: about the
+       middle g of the charges, not the cell's centre, it keeps its digits where the charges fill
+       a small part of a large cell */
+    double g[3];
+    for (int d = 0; d < 3; ++d) {
+        double lo = xs[d][0], hi = xs[d][0];
+        for (long i = 1; i < t->n; ++i) lo = fmin(lo, xs[d][i]), hi = fmax(hi, xs[d][i]);
+        g[d] = 0.5 * (lo + hi);
+    }
     double FY[9] = {0}, D[3] = {0, 0, 0}, S2 = 0;
     for (long i = 0; i < t->n; ++i) {
         const double F[3] = {P->q[i] * P->ex[i], P->q[i] * P->ey[i], P->q[i] * P->ez[i]};
@@ -751,12 +836,12 @@ static int periodic_virial_cpu(fmm_plan *P, double *Wout) {
         S2 += P->q[i] * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]);
         for (int a = 0; a < 3; ++a) {
             D[a] += P->q[i] * Y[a];
-            for (int b = 0; b < 3; ++b) FY[3 * a + b] += F[a] * Y[b];
+            for (int b = 0; b < 3; ++b) FY[3 * a + b] += F[a] * (xs[b][i] - g[b]);
         }
     }
     if (P->compact && pbc_near_image_forces(P->p, t->side, P->W, P->fshift)) return FMM_ERR_NOMEM;
-    periodic_virial(P->p, t->side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, P->W, P->vtab, P->far_c0, FY,
-                    P->fshift, D, S2, Wout);
+    periodic_virial(P->p, t->side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, P->W, P->vtab,
+                    P->far_c0, FY, P->fshift, D, S2, Wout);
     return FMM_OK;
 }
 
@@ -777,21 +862,124 @@ int fmm_set_exclusions(fmm_plan *P, long npairs, const int *pairs) {
     return FMM_OK;
 }
 
-/* net-charge flag of q (double, or single precision with f32), or -1 if a charge is not finite */
-static int charge_check(long n, const void *q, int f32, int threads) {
-    double Q = 0, Qabs = 0;
-    int bad = 0;
-#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) if (n > 50000) \
-    reduction(+ : Q, Qabs) reduction(| : bad)
-    for (long i = 0; i < n; ++i) {
-        const double v = f32 ? ((const float *)q)[i] : ((const double *)q)[i];
-        bad |= !isfinite(v);
-        Q += v, Qabs += fabs(v);
+/* sum[0] = sum q_i 2^-e, sum[1] = sum |q_i| 2^-e (per-thread slots, core/reduce.h), and the
+ * largest |q_i| (*qmax) and whether one is not finite (*bad); q double, or float with f32 */
+static int charge_sums(long n, const void *q, int f32, int e, int threads, double sum[2],
+                       double *qmax, int *bad) {
+    const int nt = threads > 0 ? threads : omp_get_max_threads();
+    double *slots = calloc(2 * (size_t)nt, sizeof(double)), m = 0.0;
+    if (!slots) return FMM_ERR_NOMEM;
+    const double f = ldexp(1.0, -e);
+    int b = 0;
+#pragma omp parallel num_threads(nt) if (n > 50000) reduction(max : m) reduction(| : b)
+    {
+        double *s = slots + 2 * omp_get_thread_num();
+#pragma omp for schedule(static)
+        for (long i = 0; i < n; ++i) {
+            const double v = f32 ? ((const float *)q)[i] : ((const double *)q)[i];
+            b |= !isfinite(v);
+            m = fabs(v) > m ? fabs(v) : m;
+            const double w = e ? fmm_pow2(v, f, -e) : v;
+            s[0] += w, s[1] += fabs(w);
+        }
     }
-    return bad ? -1 : PBC_CHARGED(Q, Qabs);
+    fmm_sum_slots(slots, nt, 2, sum);
+    free(slots);
+    *qmax = m, *bad = b;
+    return FMM_OK;
 }
 
-static long plan_points(const fmm_plan *P) { return P->gpu ? P->gpu_n : P->tree.n; }
+/* Checks the charges q (double, or float with f32): FMM_ERR_NONFINITE, or FMM_OK with
+ * *charged (a net charge, PBC_CHARGED) and *qexp (their scale exponent, core/scale.h). */
+static int charge_check(long n, const void *q, int f32, int threads, int *charged, int *qexp) {
+    double sum[2], qmax;
+    int bad, rc = charge_sums(n, q, f32, 0, threads, sum, &qmax, &bad);
+    if (rc) return rc;
+    if (bad) return FMM_ERR_NONFINITE;
+    *qexp = fmm_scale_exponent(qmax);
+    /* sums of extreme charges are taken again in their units, where they cannot overflow */
+    if (*qexp && (rc = charge_sums(n, q, f32, *qexp, threads, sum, &qmax, &bad))) return rc;
+    *charged = PBC_CHARGED(sum[0], sum[1]);
+    return FMM_OK;
+}
+
+static long plan_points(const fmm_plan *P) {
+    return P->gpu ? P->gpu_n : P->tree.n;
+}
+
+/* The outputs from the plan's units to the caller's (core/scale.h) and their range check:
+ * phi x 2^ephi, field x 2^(ephi - lexp), energy and virial x 2^(ephi + qexp); each may be NULL,
+ * phi and field in double or (f32) float. */
+static int finish_outputs(const fmm_plan *P, long n, void *phi, void *field, int f32,
+                          double *energy, double *virial, int qexp) {
+    const int ephi = qexp - P->lexp, th = P->opts.threads;
+    int rc = FMM_OK, r;
+    if (phi && (r = fmm_scale_output(n, phi, f32, phi, f32, ephi, th))) rc = r;
+    if (field && (r = fmm_scale_output(3 * n, field, f32, field, f32, ephi - P->lexp, th))) rc = r;
+    if (energy && (r = fmm_scale_output(1, energy, 0, energy, 0, ephi + qexp, th))) rc = r;
+    if (virial && (r = fmm_scale_output(9, virial, 0, virial, 0, ephi + qexp, th))) rc = r;
+    return rc;
+}
+
+#ifdef FMM_HAVE_CUDA
+/* One evaluation on the device (execute's arguments). Charges of an extreme scale go as a scaled
+ * copy in their own precision (exact: powers of two), so the device works in the plan's units. */
+static int gpu_execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, double *energy,
+                       double *virial, float *d_force, double scale, void *stream, int charged,
+                       int qexp) {
+    const long n = P->gpu_n;
+    void *qs = NULL;
+    if (q && qexp) {
+        qs = malloc((f32 ? sizeof(float) : sizeof(double)) * (size_t)n);
+        if (!qs) return FMM_ERR_NOMEM;
+        const double f = ldexp(1.0, -qexp);
+        for (long i = 0; i < n; ++i)
+            if (f32)
+                ((float *)qs)[i] = (float)fmm_pow2(((const float *)q)[i], f, -qexp);
+            else
+                ((double *)qs)[i] = fmm_pow2(((const double *)q)[i], f, -qexp);
+    }
+    /* the forces q_i E_i come out of the device in the caller's units through their scale */
+    const double fscale = ldexp(scale, 2 * (qexp - P->lexp));
+    if (d_force && !(isfinite(fscale) && (fscale != 0 || scale == 0))) {
+        free(qs);
+        return FMM_ERR_RANGE;
+    }
+    int rc;
+    int compact = -1;
+    fmm_gpu_exec e = {qs ? qs : q, phi,     field,  f32,    energy,  virial,
+                      NULL,        d_force, fscale, stream, &compact};
+    if (!P->virial) {
+        rc = fmm_gpu_execute(P->gpu, &e);
+    } else {
+        fmm_gpu_virial_parts vp;
+        vp.wroot = malloc(sizeof(double) * P->ncoef);
+        if (!vp.wroot) {
+            free(qs);
+            return FMM_ERR_NOMEM;
+        }
+        e.virial = NULL, e.parts = &vp;
+        rc = fmm_gpu_execute(P->gpu, &e);
+        if (rc == FMM_OK && vp.compact &&
+            pbc_near_image_forces(P->p, P->gpu_side, vp.wroot, vp.fshift))
+            rc = FMM_ERR_NOMEM;
+        if (rc == FMM_OK) {
+            periodic_virial(P->p, P->gpu_side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, vp.wroot,
+                            P->vtab, P->far_c0, vp.fy, vp.fshift, vp.dip, vp.s2, virial);
+            for (int k = 0; k < 9; ++k) virial[k] -= vp.xvir[k];
+        }
+        free(vp.wroot);
+    }
+    free(qs);
+    if (rc == FMM_OK && q) P->q_n = n, P->q_charged = charged, P->q_exp = qexp;
+    if (compact >= 0) P->compact_hint = compact;
+    /* outputs on the host in the plan's units only where an exponent is not 0 (the device
+       reports a sum that is not finite itself) */
+    if (rc == FMM_OK && (qexp || P->lexp))
+        rc = finish_outputs(P, n, phi, field, f32, energy, virial, qexp);
+    return rc;
+}
+#endif
 
 /* q, phi, field in double or (f32, CUDA plans only) in single precision; d_force (CUDA plans only,
    phi and field NULL): the forces scale q_i E_i on the device, ordered against `stream` */
@@ -803,10 +991,14 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
     const long n = plan_points(P);
     if (!q && !P->q_n) return FMM_ERR_ARG;
     if (P->excl.natoms > n) return FMM_ERR_NPTS;
-    const int charged = q ? charge_check(n, q, f32, P->opts.threads) : P->q_charged;
-    if (charged < 0) return FMM_ERR_NONFINITE;
+    int charged = P->q_charged, qexp = P->q_exp;
+    if (q) {
+        int rc = charge_check(n, q, f32, P->opts.threads, &charged, &qexp);
+        if (rc) return rc;
+    }
     /* vacuum (dipole) boundary diverges for a charged cell */
-    if (P->opts.periodic && P->opts.boundary == FMM_BOUNDARY_VACUUM && charged) return FMM_ERR_BOUNDARY;
+    if (P->opts.periodic && P->opts.boundary == FMM_BOUNDARY_VACUUM && charged)
+        return FMM_ERR_BOUNDARY;
     P->virial = virial && P->opts.periodic;
     if (P->virial && !P->vtab) {
         int n2 = harm_ncoef(2 * P->p);
@@ -818,37 +1010,12 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
         }
         P->far_c0 = pbc_far_self_potential();
     }
-#ifndef FMM_HAVE_CUDA
-    (void)d_force, (void)scale, (void)stream; /* CUDA plans only */
-#endif
 #ifdef FMM_HAVE_CUDA
-    if (P->gpu) {
-        int rc;
-        int compact = -1;
-        fmm_gpu_exec e = {q,    phi,     field, f32,    energy,  virial,
-                          NULL, d_force, scale, stream, &compact};
-        if (!P->virial) {
-            rc = fmm_gpu_execute(P->gpu, &e);
-        } else {
-            fmm_gpu_virial_parts vp;
-            vp.wroot = malloc(sizeof(double) * P->ncoef);
-            if (!vp.wroot) return FMM_ERR_NOMEM;
-            e.virial = NULL, e.parts = &vp;
-            rc = fmm_gpu_execute(P->gpu, &e);
-            if (rc == FMM_OK && vp.compact &&
-                pbc_near_image_forces(P->p, P->gpu_side, vp.wroot, vp.fshift))
-                rc = FMM_ERR_NOMEM;
-            if (rc == FMM_OK) {
-                periodic_virial(P->p, P->gpu_side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, vp.wroot, P->vtab,
-                                P->far_c0, vp.fy, vp.fshift, vp.dip, vp.s2, virial);
-                for (int k = 0; k < 9; ++k) virial[k] -= vp.xvir[k];
-            }
-            free(vp.wroot);
-        }
-        if (rc == FMM_OK && q) P->q_n = n, P->q_charged = charged;
-        if (compact >= 0) P->compact_hint = compact;
-        return rc;
-    }
+    if (P->gpu)
+        return gpu_execute(P, q, phi, field, f32, energy, virial, d_force, scale, stream, charged,
+                           qexp);
+#else
+    (void)d_force, (void)scale, (void)stream; /* CUDA plans only */
 #endif
     if (q && P->q_n < n) { /* room to keep these charges for a later q = NULL */
         double *k = realloc(P->qkeep, sizeof(double) * (size_t)n);
@@ -856,15 +1023,21 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
         P->qkeep = k;
     }
     int *iperm = NULL; /* caller index -> tree position, for the exclusions */
-    if (P->excl.npairs > 0 && !(iperm = malloc(sizeof(int) * (size_t)n))) return FMM_ERR_NOMEM;
+    const int nt = P->opts.threads > 0 ? P->opts.threads : omp_get_max_threads();
+    double *uslot = calloc((size_t)nt, sizeof(double)); /* the energy, per thread (core/reduce.h) */
+    if (!uslot || (P->excl.npairs > 0 && !(iperm = malloc(sizeof(int) * (size_t)n)))) {
+        free(uslot);
+        return FMM_ERR_NOMEM;
+    }
     const double *qc = q ? q : P->qkeep;
     double *phid = phi, *fieldd = field;
     memset(P->fshift, 0, sizeof P->fshift);
     int saved = omp_get_max_threads();
     if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
+    const double fq = ldexp(1.0, -qexp);
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; ++i) {
-        P->q[i] = qc[t->perm[i]];
+        P->q[i] = qexp ? fmm_pow2(qc[t->perm[i]], fq, -qexp) : qc[t->perm[i]];
         if (iperm) iperm[t->perm[i]] = (int)i;
     }
     int rc = upward(P);
@@ -873,20 +1046,27 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
     if (rc == FMM_OK) rc = leaves(P);
     if (rc == FMM_OK) {
         if (t->periodic) periodic_corrections(P);
-        double U = 0.0, Wv[9] = {0};
         const double *c = t->box[0].c;
-#pragma omp parallel for schedule(static) reduction(+ : U)
-        for (long i = 0; i < n; ++i) {
-            long j = t->perm[i];
-            if (phid) phid[j] = P->phi[i];
-            if (fieldd) fieldd[3 * j] = P->ex[i], fieldd[3 * j + 1] = P->ey[i], fieldd[3 * j + 2] = P->ez[i];
-            U += 0.5 * P->q[i] * P->phi[i];
+#pragma omp parallel num_threads(nt)
+        {
+            double *u = uslot + omp_get_thread_num();
+#pragma omp for schedule(static)
+            for (long i = 0; i < n; ++i) {
+                long j = t->perm[i];
+                if (phid) phid[j] = P->phi[i];
+                if (fieldd)
+                    fieldd[3 * j] = P->ex[i], fieldd[3 * j + 1] = P->ey[i],
+                               fieldd[3 * j + 2] = P->ez[i];
+                *u += 0.5 * P->q[i] * P->phi[i];
+            }
         }
-        if (energy) *energy = U;
+        if (energy) fmm_sum_slots(uslot, nt, 1, energy);
         if (virial && t->periodic) {
             rc = periodic_virial_cpu(P, virial);
         } else if (virial) {
-            /* open boundary: W_ab = sum_i q_i E_i,a (x_i - c)_b, symmetrised */
+            /* open boundary: W_ab = sum_i q_i E_i,a (x_i - c)_b, symmetrised, c the centre of the
+               particles' bounding cube */
+            double Wv[9] = {0};
             for (long i = 0; i < n; ++i) {
                 const double E[3] = {P->ex[i], P->ey[i], P->ez[i]};
                 const double r[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
@@ -894,27 +1074,33 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
                     for (int b = 0; b < 3; ++b) Wv[3 * a + b] += P->q[i] * E[a] * r[b];
             }
             for (int a = 0; a < 3; ++a)
-                for (int b = 0; b < 3; ++b) virial[3 * a + b] = 0.5 * (Wv[3 * a + b] + Wv[3 * b + a]);
+                for (int b = 0; b < 3; ++b)
+                    virial[3 * a + b] = 0.5 * (Wv[3 * a + b] + Wv[3 * b + a]);
         }
     }
     if (rc == FMM_OK) {
-        excl_apply(&P->excl, t->x, t->y, t->z, P->q, iperm, t->periodic ? t->side : 0.0, P->opts.threads, phid,
-                   fieldd, energy, virial);
+        rc = excl_apply(&P->excl, t->x, t->y, t->z, P->q, iperm, t->periodic ? t->side : 0.0,
+                        P->opts.threads, phid, fieldd, energy, virial);
+    }
+    if (rc == FMM_OK) {
         if (q) {
             memcpy(P->qkeep, q, sizeof(double) * (size_t)n);
-            P->q_n = n, P->q_charged = charged;
+            P->q_n = n, P->q_charged = charged, P->q_exp = qexp;
         }
+        rc = finish_outputs(P, n, phid, fieldd, 0, energy, virial, qexp);
     }
-    free(iperm);
+    free(iperm), free(uslot);
     if (P->opts.threads > 0) omp_set_num_threads(saved);
     return rc;
 }
 
-int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy, double *virial) {
+int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy,
+                double *virial) {
     return execute(P, q, phi, field, 0, energy, virial, NULL, 0.0, NULL);
 }
 
-int fmm_executef(fmm_plan *P, const float *q, float *phi, float *field, double *energy, double *virial) {
+int fmm_executef(fmm_plan *P, const float *q, float *phi, float *field, double *energy,
+                 double *virial) {
     if (!P || !P->have_pts || P->gpu)
         return execute(P, q, phi, field, 1, energy, virial, NULL, 0.0, NULL);
     /* CPU plans: the double evaluation on widened copies */
@@ -927,8 +1113,10 @@ int fmm_executef(fmm_plan *P, const float *q, float *phi, float *field, double *
         for (long i = 0; qd && i < n; ++i) qd[i] = q[i];
         rc = execute(P, qd, pd, fd, 0, energy, virial, NULL, 0.0, NULL);
     }
-    for (long i = 0; !rc && pd && i < n; ++i) phi[i] = (float)pd[i];
-    for (long i = 0; !rc && fd && i < 3 * n; ++i) field[i] = (float)fd[i];
+    /* rounded to float, where a value may leave float's range */
+    const int th = P->opts.threads;
+    if (!rc && pd) rc = fmm_scale_output(n, pd, 0, phi, 1, 0, th);
+    if (!rc && fd) rc = fmm_scale_output(3 * n, fd, 0, field, 1, 0, th);
     free(qd), free(pd), free(fd);
     return rc;
 }

@@ -5,6 +5,7 @@
 
 #include "core/harmonics.h"
 #include "core/panel.h"
+#include "core/reduce.h"
 #include "fmm.h"
 
 #define CHUNK 32 /* target boxes per task */
@@ -17,11 +18,16 @@ static int v_shift(const octree *t, int level, int tgt, int src, int offset) {
     return code;
 }
 
-int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const double *W,
-                  double *U, double *fshift) {
+int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const double *W, double *U,
+                  double *fshift) {
     const int np = ops->npad;
     const int b0 = t->level_start[level], b1 = t->level_start[level + 1];
     const oct_list *V = &t->V;
+    /* the image forces per chunk of target boxes, added in chunk order after the pass: the same
+       sums whatever thread takes which chunk (core/reduce.h) */
+    const int nch = (b1 - b0 + CHUNK - 1) / CHUNK;
+    double *fch = fshift ? calloc(81 * (size_t)nch, sizeof(double)) : NULL;
+    if (fshift && !fch) return FMM_ERR_NOMEM;
     int fail = 0;
 #pragma omp parallel reduction(| : fail)
     {
@@ -30,7 +36,6 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
         int *src = NULL, *tgt = NULL;
         unsigned char *flg = NULL;
         unsigned short *off = NULL;
-        double fl[27][3] = {{0}};
         const double h = t->side / (double)(1 << level);
         /* panels: row k holds coefficient k of NB translations; padding rows stay zero */
         double *B = aligned_alloc(64, sizeof(double) * (size_t)PANEL_NB * np);
@@ -38,7 +43,8 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
         if (!B || !C)
             fail = 1;
         else
-            memset(B, 0, sizeof(double) * (size_t)PANEL_NB * np), memset(C, 0, sizeof(double) * (size_t)PANEL_NB * np);
+            memset(B, 0, sizeof(double) * (size_t)PANEL_NB * np),
+                memset(C, 0, sizeof(double) * (size_t)PANEL_NB * np);
 #pragma omp for schedule(dynamic, 1)
         for (int cb = b0; cb < b1; cb += CHUNK) {
             if (fail) continue;
@@ -57,6 +63,7 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
                     continue;
                 }
             }
+            double *fl = fch ? fch + 81 * (size_t)((cb - b0) / CHUNK) : NULL;
             long cnt[M2L_NCLASS + 1] = {0};
             for (long e = V->start[cb]; e < V->start[ce]; ++e) cnt[ops->cls[V->aux[e]] + 1]++;
             for (int c = 0; c < M2L_NCLASS; ++c) cnt[c + 1] += cnt[c];
@@ -72,9 +79,12 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
                     off[k] = (unsigned short)o;
                 }
             for (int c = 0; c < M2L_NCLASS; ++c) {
-                factored_op op = {ops->p, ops->rot_w + (size_t)c * ops->nrot,
-                                  ops->rot_u + (size_t)c * ops->nrot, ops->zre + (size_t)c * ops->nz,
-                                  ops->zim + (size_t)c * ops->nz, ops->zoff};
+                factored_op op = {ops->p,
+                                  ops->rot_w + (size_t)c * ops->nrot,
+                                  ops->rot_u + (size_t)c * ops->nrot,
+                                  ops->zre + (size_t)c * ops->nz,
+                                  ops->zim + (size_t)c * ops->nz,
+                                  ops->zoff};
                 for (long e0 = cnt[c]; e0 < cnt[c + 1]; e0 += PANEL_NB) {
                     int nc = (int)(cnt[c + 1] - e0 < PANEL_NB ? cnt[c + 1] - e0 : PANEL_NB);
                     panel_gather(np, W, nc, src + e0, flg + e0, ops->sign, C);
@@ -86,9 +96,10 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
                             if (code == OCT_NOSHIFT) continue;
                             double u[HARM_NPAD_MAX], F[3];
                             const double *sg = ops->sign + flg[e] * np;
-                            for (int k = 0; k < ops->ncoef; ++k) u[k] = sg[k] * C[(size_t)k * PANEL_NB + j];
+                            for (int k = 0; k < ops->ncoef; ++k)
+                                u[k] = sg[k] * C[(size_t)k * PANEL_NB + j];
                             harm_local_force(ops->p, h, u, 1, W + (size_t)tgt[e] * np, F);
-                            for (int a = 0; a < 3; ++a) fl[code][a] += F[a];
+                            for (int a = 0; a < 3; ++a) fl[3 * code + a] += F[a];
                         }
                     /* one target may occur twice in a panel: the scatter adds in order */
                     panel_scatter_add(np, C, nc, tgt + e0, flg + e0, ops->sign, U);
@@ -96,11 +107,12 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
             }
         }
         free(src), free(tgt), free(flg), free(off), free(B), free(C);
-        if (fshift) {
-#pragma omp critical
-            for (int c = 0; c < 27; ++c)
-                for (int a = 0; a < 3; ++a) fshift[3 * c + a] += fl[c][a];
-        }
+    }
+    if (fch) {
+        double sum[81];
+        fmm_sum_slots(fch, nch, 81, sum);
+        for (int k = 0; k < 81; ++k) fshift[k] += sum[k];
+        free(fch);
     }
     return fail ? FMM_ERR_NOMEM : 0;
 }
