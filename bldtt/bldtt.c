@@ -1,12 +1,14 @@
 /* bldtt/bldtt.c - the BLDTT / BLTC solver: plan, dual tree traversal, CPU (OpenMP) evaluation,
  * direct sums. The algorithm follows Wilson, Vaughn & Krasny (2021) as digested in
  * shared/design/digest-rbf-bldtt.md part B; docs/bldtt.md describes it. */
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bldtt/bldtt_cuda.h"
+#include "core/pow2.h"
 #include "bldtt/bldtt_internal.h"
 #include "bldtt/kernels.h"
 
@@ -156,6 +158,37 @@ static int check_opts(const bldtt_opts *o) {
     if (o->method != BLDTT_METHOD_DTT && o->method != BLDTT_METHOD_BLTC) return FMM_ERR_PARAM;
     if (o->threads < 0 || o->threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     return check_device(o->device);
+}
+
+/* ---- scales ------------------------------------------------------------------------------ */
+
+/* The sums are computed in units where the coordinates lie in (-1, 1) and the weights in
+ * (-1, 1): coordinates divided by L = 2^elen, the power of two above the largest |coordinate|
+ * (for the regularised and multiquadric kernels, above the parameter too if it is larger), and
+ * weights by a power of two likewise. A power of two changes no digit, so results in the
+ * normal range are bitwise those of the unscaled sum; but 1/r, r^2 + p^2 and their gradients no
+ * longer leave the double range when the coordinates are near 1e-300 or 1e300. Every kernel is
+ * homogeneous under the matching change of its parameter, G_p(L r) = L^m G_{p'}(r) (m = +1
+ * for the multiquadric, -1 for the others; p' = p L for Yukawa and sinc, p / L for the
+ * regularised and multiquadric kernels), so the outputs are scaled back exactly: phi by
+ * 2^(eq + m elen), grad by 2^(eq + (m - 1) elen). */
+
+static int kernel_degree(int k) {
+    return k == BLDTT_MULTIQUADRIC ? 1 : -1;
+}
+
+/* elen and the parameter in those units for points whose largest |coordinate| is amax.
+ * FMM_ERR_PARAM where the scaled sinc wavenumber leaves [2^-960, 2^1020]: p r would be
+ * subnormal or overflow at some distances of the set (docs/bldtt.md, "Scales"). */
+static int scale_lengths(int k, double p, double amax, int *elen, double *ps) {
+    int len_param = k == BLDTT_REGULARIZED || k == BLDTT_MULTIQUADRIC;
+    int e = fmm_pow2_exponent(len_param && p > amax ? p : amax);
+    *elen = e;
+    *ps = k == BLDTT_COULOMB ? 0 : ldexp(p, len_param ? -e : e);
+    /* Yukawa: above DBL_MAX exp(-p r) is 0 at every nonzero distance, as it is at DBL_MAX */
+    if (k == BLDTT_YUKAWA && *ps > DBL_MAX) *ps = DBL_MAX;
+    if (k == BLDTT_SINC && !(*ps >= 0x1p-960 && *ps <= 0x1p1020)) return FMM_ERR_PARAM;
+    return FMM_OK;
 }
 
 /* ---- plan -------------------------------------------------------------------------------- */
@@ -330,7 +363,7 @@ static int build_lists(bldtt_plan *p) {
     dtt_ctx c;
     memset(&c, 0, sizeof c);
     c.T = p->trg, c.S = &p->src, c.theta = p->o.theta, c.np = p->np;
-    c.osc = p->o.kernel == BLDTT_SINC ? p->o.param : 0;
+    c.osc = p->o.kernel == BLDTT_SINC ? p->prm : 0;
     c.degree = p->o.degree;
     if (p->o.method == BLDTT_METHOD_BLTC)
         for (int k = 0; k < p->trg->nleaves; ++k) bltc(&c, p->trg->leaves[k], 0);
@@ -374,10 +407,16 @@ static int build_lists(bldtt_plan *p) {
 
 /* ---- setpts ------------------------------------------------------------------------------ */
 
-static int check_coords(long n, const double *xyz) {
+/* FMM_ERR_NONFINITE for a NaN/Inf coordinate; *amax = max(*amax, largest |coordinate|) */
+static int check_coords(long n, const double *xyz, double *amax) {
     int bad = 0;
-#pragma omp parallel for reduction(| : bad)
-    for (long i = 0; i < 3 * n; ++i) bad |= !isfinite(xyz[i]);
+    double m = *amax;
+#pragma omp parallel for reduction(| : bad) reduction(max : m)
+    for (long i = 0; i < 3 * n; ++i) {
+        bad |= !isfinite(xyz[i]);
+        m = fabs(xyz[i]) > m ? fabs(xyz[i]) : m;
+    }
+    *amax = m;
     return bad ? FMM_ERR_NONFINITE : FMM_OK;
 }
 
@@ -388,8 +427,12 @@ int bldtt_setpts(bldtt_plan *plan, long ns, const double *sources, long nt, cons
     int saved = omp_get_max_threads();
     if (plan->o.threads > 0) omp_set_num_threads(plan->o.threads);
     double t0 = omp_get_wtime();
-    int rc = check_coords(ns, sources);
-    if (!rc && targets) rc = check_coords(nt, targets);
+    double amax = 0;
+    int elen = 0;
+    double prm = 0;
+    int rc = check_coords(ns, sources, &amax);
+    if (!rc && targets) rc = check_coords(nt, targets, &amax);
+    if (!rc) rc = scale_lengths(plan->o.kernel, plan->o.param, amax, &elen, &prm);
     if (rc) goto out;
     /* build into a scratch plan so that a failure leaves the old geometry intact */
     bldtt_plan t = *plan;
@@ -398,8 +441,9 @@ int bldtt_setpts(bldtt_plan *plan, long ns, const double *sources, long nt, cons
     memset(t.lists, 0, sizeof t.lists);
     t.tneed = NULL;
     t.have_pts = 0;
-    rc = bt_tree_build(&t.src, ns, sources, t.leaf, t.o.degree);
-    if (!rc && targets) rc = bt_tree_build(&t.trg_own, nt, targets, t.leaf, t.o.degree);
+    t.elen = elen, t.prm = prm;
+    rc = bt_tree_build(&t.src, ns, sources, elen, t.leaf, t.o.degree);
+    if (!rc && targets) rc = bt_tree_build(&t.trg_own, nt, targets, elen, t.leaf, t.o.degree);
     if (!rc) {
         t.same = !targets;
         t.trg = targets ? &t.trg_own : &t.src;
@@ -539,7 +583,7 @@ static void upward(const bldtt_plan *p, const double *qs, double *qhat) {
 static int execute_cpu(bldtt_plan *p, const double *qs, double *out, int grad) {
     const bt_tree *S = &p->src, *T = p->trg;
     int n1 = p->n1, np = p->np, nv = grad ? 4 : 1;
-    double prm = p->o.param;
+    double prm = p->prm;
     bt_eval_fn ev = eval_table[p->o.kernel][grad];
     int need_up = p->lists[BT_PC].count + p->lists[BT_CC].count > 0;
     int need_down = p->lists[BT_CP].count + p->lists[BT_CC].count > 0;
@@ -681,16 +725,12 @@ int bldtt_execute(bldtt_plan *p, const double *q, double *phi, double *grad) {
     double *qs = malloc(sizeof(double) * ns);
     double *out = malloc(sizeof(double) * nt * (grad ? 4 : 1));
     if (!qs || !out) rc = FMM_ERR_NOMEM;
-    int bad = 0;
+    int eq = 0;
+    if (!rc) rc = fmm_pow2_check_max(ns, q, &eq, 0);
     if (!rc) {
-#pragma omp parallel for reduction(| : bad)
-        for (long i = 0; i < ns; ++i) {
-            qs[i] = q[p->src.perm[i]];
-            bad |= !isfinite(qs[i]);
-        }
-        if (bad) rc = FMM_ERR_NONFINITE;
-    }
-    if (!rc) {
+        const double f = ldexp(1.0, -eq);
+#pragma omp parallel for schedule(static)
+        for (long i = 0; i < ns; ++i) qs[i] = fmm_pow2_scale(q[p->src.perm[i]], f, -eq);
 #ifdef FMM_HAVE_CUDA
         if (p->o.device == FMM_DEVICE_CUDA)
             rc = bt_cuda_execute(p, qs, out, grad != NULL);
@@ -698,6 +738,9 @@ int bldtt_execute(bldtt_plan *p, const double *q, double *phi, double *grad) {
 #endif
             rc = execute_cpu(p, qs, out, grad != NULL);
     }
+    const int m = kernel_degree(p->o.kernel);
+    if (!rc && phi) rc = fmm_pow2_scale_out(nt, out, eq + m * p->elen, 0);
+    if (!rc && grad) rc = fmm_pow2_scale_out(3 * nt, out + nt, eq + (m - 1) * p->elen, 0);
     if (!rc) {
         if (phi) memcpy(phi, out, sizeof(double) * nt);
         if (grad) memcpy(grad, out + nt, sizeof(double) * 3 * nt);
@@ -720,43 +763,55 @@ int bldtt_direct_subset(const bldtt_opts *o, long ns, const double *src, const d
     long ntt = trg ? nt : ns;
     for (long k = 0; k < m; ++k)
         if (idx[k] < 0 || idx[k] >= ntt) return FMM_ERR_ARG;
-    if ((rc = check_coords(ns, src)) || (trg && (rc = check_coords(nt, trg)))) return rc;
-    for (long j = 0; j < ns; ++j)
-        if (!isfinite(q[j])) return FMM_ERR_NONFINITE;
-    if ((rc = check_device(o->device))) return rc;
-    double *sx = malloc(sizeof(double) * ns), *sy = malloc(sizeof(double) * ns),
-           *sz = malloc(sizeof(double) * ns);
-    if (!sx || !sy || !sz) {
-        free(sx), free(sy), free(sz);
-        return FMM_ERR_NOMEM;
-    }
-    for (long j = 0; j < ns; ++j)
-        sx[j] = src[3 * j], sy[j] = src[3 * j + 1], sz[j] = src[3 * j + 2];
-#ifdef FMM_HAVE_CUDA
-    if (o->device == FMM_DEVICE_CUDA) {
-        rc = bt_cuda_direct(o->kernel, o->param, ns, sx, sy, sz, q, trg ? trg : src, !trg, m, idx,
-                            phi, grad);
-        free(sx), free(sy), free(sz);
+    double amax = 0;
+    int eq = 0, elen = 0;
+    double prm = 0;
+    if ((rc = check_coords(ns, src, &amax)) || (trg && (rc = check_coords(nt, trg, &amax))))
         return rc;
+    if ((rc = fmm_pow2_check_max(ns, q, &eq, o->threads))) return rc;
+    if ((rc = scale_lengths(o->kernel, o->param, amax, &elen, &prm))) return rc;
+    if ((rc = check_device(o->device))) return rc;
+    /* scaled copies (see "scales" above): sources by coordinate, the weights, and the targets
+     * interleaved as given (the sources again when trg is NULL) */
+    double *buf = malloc(sizeof(double) * (size_t)(4 * ns + 3 * ntt));
+    if (!buf) return FMM_ERR_NOMEM;
+    double *sx = buf, *sy = sx + ns, *sz = sy + ns, *qs = sz + ns, *tc = qs + ns;
+    double *sd[3] = {sx, sy, sz};
+    const double *tin = trg ? trg : src;
+    const double fl = ldexp(1.0, -elen), fq = ldexp(1.0, -eq);
+#pragma omp parallel for schedule(static)
+    for (long j = 0; j < ns; ++j) {
+        for (int a = 0; a < 3; ++a) sd[a][j] = fmm_pow2_scale(src[3 * j + a], fl, -elen);
+        qs[j] = fmm_pow2_scale(q[j], fq, -eq);
     }
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < 3 * ntt; ++i) tc[i] = fmm_pow2_scale(tin[i], fl, -elen);
+#ifdef FMM_HAVE_CUDA
+    if (o->device == FMM_DEVICE_CUDA)
+        rc = bt_cuda_direct(o->kernel, prm, ns, sx, sy, sz, qs, tc, !trg, m, idx, phi, grad);
+    else
 #endif
-    bt_eval_fn ev = eval_table[o->kernel][grad != NULL];
-    const double *tc = trg ? trg : src;
-    int nthr = o->threads > 0 ? o->threads : omp_get_max_threads();
+    {
+        bt_eval_fn ev = eval_table[o->kernel][grad != NULL];
+        int nthr = o->threads > 0 ? o->threads : omp_get_max_threads();
 #pragma omp parallel for schedule(dynamic, 16) num_threads(nthr)
-    for (long k = 0; k < m; ++k) {
-        long i = idx[k];
-        double o4[4] = {0, 0, 0, 0}, x = tc[3 * i], y = tc[3 * i + 1], z = tc[3 * i + 2];
-        if (!trg) {
-            ev(o->param, x, y, z, i, sx, sy, sz, q, o4);
-            ev(o->param, x, y, z, ns - i - 1, sx + i + 1, sy + i + 1, sz + i + 1, q + i + 1, o4);
-        } else
-            ev(o->param, x, y, z, ns, sx, sy, sz, q, o4);
-        if (phi) phi[k] = o4[0];
-        if (grad) grad[3 * k] = o4[1], grad[3 * k + 1] = o4[2], grad[3 * k + 2] = o4[3];
+        for (long k = 0; k < m; ++k) {
+            long i = idx[k];
+            double o4[4] = {0, 0, 0, 0}, x = tc[3 * i], y = tc[3 * i + 1], z = tc[3 * i + 2];
+            if (!trg) {
+                ev(prm, x, y, z, i, sx, sy, sz, qs, o4);
+                ev(prm, x, y, z, ns - i - 1, sx + i + 1, sy + i + 1, sz + i + 1, qs + i + 1, o4);
+            } else
+                ev(prm, x, y, z, ns, sx, sy, sz, qs, o4);
+            if (phi) phi[k] = o4[0];
+            if (grad) grad[3 * k] = o4[1], grad[3 * k + 1] = o4[2], grad[3 * k + 2] = o4[3];
+        }
     }
-    free(sx), free(sy), free(sz);
-    return FMM_OK;
+    free(buf);
+    const int deg = kernel_degree(o->kernel);
+    if (!rc && phi) rc = fmm_pow2_scale_out(m, phi, eq + deg * elen, o->threads);
+    if (!rc && grad) rc = fmm_pow2_scale_out(3 * m, grad, eq + (deg - 1) * elen, o->threads);
+    return rc;
 }
 
 int bldtt_direct(const bldtt_opts *o, long ns, const double *src, const double *q, long nt,

@@ -28,8 +28,6 @@
 #define BT_TB 128 /* threads per block of the tiled kernels */
 #define BT_N1MAX (BLDTT_DEGREE_MAX + 1)
 
-__constant__ double c_w[BT_N1MAX]; /* barycentric weights */
-
 namespace {
 
 struct dtree {
@@ -80,8 +78,8 @@ __device__ __forceinline__ void lagrange(int n1, const double *s, double x, doub
     int hit = -1;
     for (int k = 0; k < n1; ++k) {
         double d = x - s[k];
-        if (d == 0.0) hit = k;
-        L[k] = c_w[k] / d;
+        if (hit < 0 && fabs(d) < BT_NODE_HIT) hit = k; /* the first, as bt_lagrange */
+        L[k] = bt_cheb_weight(k, n1 - 1) / d;
         sum += L[k];
     }
     if (hit >= 0)
@@ -520,7 +518,6 @@ extern "C" int bt_cuda_setpts(bldtt_plan *p) {
     int rc = fmm_cuda_status(cudaStreamCreateWithFlags(&d->st, cudaStreamNonBlocking));
     if (!rc) rc = fmm_cuda_status(cudaStreamCreateWithFlags(&d->st_near, cudaStreamNonBlocking));
     if (!rc) rc = fmm_cuda_status(cudaEventCreateWithFlags(&d->near_done, cudaEventDisableTiming));
-    if (!rc) rc = fmm_cuda_status(cudaMemcpyToSymbol(c_w, p->w, sizeof(double) * p->n1));
     if (!rc) rc = upload_tree(d, &p->src, p->n1, &d->S);
     d->same = p->same;
     if (!rc) {
@@ -590,7 +587,7 @@ extern "C" int bt_cuda_execute(bldtt_plan *p, const double *qs, double *out, int
     if (!d) return FMM_ERR_CUDA;
     int n1 = p->n1, np = p->np, nv = grad ? 4 : 1;
     long nt = p->trg->n;
-    double prm = p->o.param;
+    double prm = p->prm;
     int K = p->o.kernel;
     cudaStream_t st = d->st;
     int rc = FMM_OK;

@@ -48,8 +48,10 @@ enum { BT_PP = 0, BT_PC = 1, BT_CP = 2, BT_CC = 3 };
 /* The plan (opaque in fmm_bldtt.h). */
 struct bldtt_plan {
     bldtt_opts o;
-    int leaf;                       /* leaf size used for both trees */
-    int n1, np;                     /* degree + 1 and (degree + 1)^3 */
+    int elen;   /* the trees hold the coordinates divided by 2^elen (bt_scale_lengths) */
+    double prm; /* the kernel parameter in those units */
+    int leaf;   /* leaf size used for both trees */
+    int n1, np; /* degree + 1 and (degree + 1)^3 */
     double w[BLDTT_DEGREE_MAX + 1]; /* barycentric weights */
     int have_pts;
     int same; /* targets = sources: trg points at src */
@@ -61,7 +63,8 @@ struct bldtt_plan {
     void *cuda; /* device state of a CUDA plan (bldtt_cuda.cu) */
 };
 
-int bt_tree_build(bt_tree *t, long n, const double *xyz, int leaf, int degree);
+/* Builds the tree of the n points xyz, each coordinate multiplied by 2^-elen (exactly). */
+int bt_tree_build(bt_tree *t, long n, const double *xyz, int elen, int leaf, int degree);
 void bt_tree_free(bt_tree *t);
 
 /* Chebyshev points of the second kind on [a, b], k = 0..n: s_k = a + (cos(pi k/n)+1)/2 (b-a),
@@ -69,7 +72,10 @@ void bt_tree_free(bt_tree *t);
 void bt_cheb_points(int n, double a, double b, double *s);
 void bt_cheb_weights(int n, double *w);
 /* Lagrange basis values L_k(x), k = 0..n, for the points s and weights w (barycentric form;
- * exact Kronecker delta when x coincides with a point). */
+ * the Kronecker delta when x is within BT_NODE_HIT of a point, where w_k / (x - s_k) could
+ * overflow; the points of a box are far further apart than that on coordinates scaled to
+ * |x| < 1, unless the whole box is below the double range's resolution). */
+#define BT_NODE_HIT 0x1p-1000
 void bt_lagrange(int n, const double *s, const double *w, double x, double *L);
 
 #ifdef __cplusplus

@@ -8,7 +8,8 @@
  * are instantiated per kernel), so the switch folds away and the loops vectorise.
  *
  * Conventions at r2 == 0: singular kernels return 0 and f = 0 (the pair is left out); finite
- * kernels return the limit G(0) and f = 0.
+ * kernels return the limit G(0) and f = 0, taken from p itself rather than from p * p, which
+ * underflows for a parameter far below the point set's extent.
  */
 #ifndef FMM_BLDTT_KERNELS_H
 #define FMM_BLDTT_KERNELS_H
@@ -32,6 +33,14 @@ BT_HD double bt_rsqrt(double x) {
 #endif
 }
 
+/* The barycentric weight w_k of the Chebyshev points of the second kind, k = 0..n:
+ * (-1)^k, halved at both ends (1 for n = 0). Computed where used, so that the CUDA kernels need
+ * no per-degree table shared by all plans. */
+BT_HD double bt_cheb_weight(int k, int n) {
+    if (n == 0) return 1.0;
+    return ((k & 1) ? -1.0 : 1.0) * ((k == 0 || k == n) ? 0.5 : 1.0);
+}
+
 /* 1 if G is infinite at r = 0 (pairs at zero distance are then left out) */
 BT_HD int bt_kernel_singular(int k) {
     return k == BLDTT_COULOMB || k == BLDTT_YUKAWA;
@@ -52,13 +61,14 @@ BT_HD double bt_kernel(int k, double r2, double p, double *f) {
         ir = r2 > 0 ? ir : 0.0;
         double r = r2 * ir, e = exp(-p * r);
         g = e * ir;
-        d = -e * (1.0 + p * r) * ir * ir * ir;
+        /* p (r e), not e (1 + p r): p r may overflow where e is 0 (0 * inf would be NaN) */
+        d = -(e + p * (r * e)) * ir * ir * ir;
         break;
     }
-    case BLDTT_REGULARIZED: { /* 1/sqrt(r^2 + p^2) */
-        double s = bt_rsqrt(r2 + p * p);
+    case BLDTT_REGULARIZED: { /* 1/sqrt(r^2 + p^2), 1/p at r = 0 */
+        double s = r2 > 0 ? bt_rsqrt(r2 + p * p) : 1.0 / p;
         g = s;
-        d = -s * s * s;
+        d = r2 > 0 ? -s * s * s : 0.0;
         break;
     }
     case BLDTT_SINC: { /* sin(p r)/r, p at r = 0 */
@@ -68,10 +78,10 @@ BT_HD double bt_kernel(int k, double r2, double p, double *f) {
         d = (p * r * cs - sn) * ir * ir * ir;
         break;
     }
-    case BLDTT_MULTIQUADRIC: { /* sqrt(r^2 + p^2) */
-        double s = sqrt(r2 + p * p);
+    case BLDTT_MULTIQUADRIC: { /* sqrt(r^2 + p^2), p at r = 0 */
+        double s = r2 > 0 ? sqrt(r2 + p * p) : p;
         g = s;
-        d = s > 0 ? 1.0 / s : 0.0;
+        d = r2 > 0 ? 1.0 / s : 0.0;
         break;
     }
     default:

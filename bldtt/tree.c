@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "bldtt/bldtt_internal.h"
+#include "bldtt/kernels.h"
+#include "core/pow2.h"
 
 void bt_cheb_points(int n, double a, double b, double *s) {
     if (n == 0) {
@@ -19,15 +21,14 @@ void bt_cheb_points(int n, double a, double b, double *s) {
 }
 
 void bt_cheb_weights(int n, double *w) {
-    for (int k = 0; k <= n; ++k) w[k] = ((k % 2) ? -1.0 : 1.0) * ((k == 0 || k == n) ? 0.5 : 1.0);
-    if (n == 0) w[0] = 1.0;
+    for (int k = 0; k <= n; ++k) w[k] = bt_cheb_weight(k, n);
 }
 
 void bt_lagrange(int n, const double *s, const double *w, double x, double *L) {
     double sum = 0;
     for (int k = 0; k <= n; ++k) {
         double d = x - s[k];
-        if (d == 0.0) { /* x is a node: the basis is the Kronecker delta there */
+        if (fabs(d) < BT_NODE_HIT) { /* x is a node: the basis is the Kronecker delta there */
             for (int j = 0; j <= n; ++j) L[j] = 0;
             L[k] = 1;
             return;
@@ -146,7 +147,7 @@ static int split_level_node(bt_tree *t, int k, int leaf, double *tx, double *ty,
                       nthr, cbe, cbe + 8);
 }
 
-int bt_tree_build(bt_tree *t, long n, const double *xyz, int leaf, int degree) {
+int bt_tree_build(bt_tree *t, long n, const double *xyz, int elen, int leaf, int degree) {
     memset(t, 0, sizeof *t);
     t->n = n;
     /* x, y, z, perm in one block, the scratch (tx, ty, tz, tp, code) in another: glibc keeps a
@@ -165,12 +166,15 @@ int bt_tree_build(bt_tree *t, long n, const double *xyz, int leaf, int degree) {
     long(*cbe)[16] = NULL;
     int rc = FMM_ERR_NOMEM;
     if (!t->x || !tx || !t->nodes || !t->level_start) goto fail;
-        /* every array, the scratch too, is first written here by all threads: the first write of a
-         * fresh page is a page fault, which cost more than the copy where measured (a VM: ~2.8 us
-         * per 4 KB page) and would otherwise fall to the one thread that splits the root */
+    /* every array, the scratch too, is first written here by all threads: the first write of a
+     * fresh page is a page fault, which cost more than the copy where measured (a VM: ~2.8 us
+     * per 4 KB page) and would otherwise fall to the one thread that splits the root */
+    const double f = ldexp(1.0, -elen);
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; ++i) {
-        double a = xyz[3 * i], b = xyz[3 * i + 1], c = xyz[3 * i + 2];
+        double a = fmm_pow2_scale(xyz[3 * i], f, -elen),
+               b = fmm_pow2_scale(xyz[3 * i + 1], f, -elen),
+               c = fmm_pow2_scale(xyz[3 * i + 2], f, -elen);
         t->x[i] = tx[i] = a, t->y[i] = ty[i] = b, t->z[i] = tz[i] = c, t->perm[i] = tp[i] = i;
         code[i] = 0;
     }

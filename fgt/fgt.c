@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/pow2.h"
 #include "core/sort.h"
 #include "fgt/fgt_internal.h"
 #include "fgt/fgt_kernels.h"
@@ -80,6 +81,13 @@ static void hermite_fun(double x, int n, double *h) {
     for (int k = 1; k + 1 < n; ++k) h[k + 1] = 2 * x * h[k] - 2 * k * h[k - 1];
 }
 
+/* The larger of two measured errors, where NaN (terms that overflow on boxes many h wide) is
+ * larger than any number and stays: an order whose error is unknown must fail every test
+ * E <= tol/2 below, never pass for the error of a lower order. */
+static double err_max(double m, double x) {
+    return isnan(m) || x <= m ? m : x;
+}
+
 typedef struct tables {
     double b;
     int R, P;
@@ -126,7 +134,7 @@ static int tables_build(tables *T, double b, double tol, int dim, int force, int
                     s += an * hn[n];
                     an *= a / (n + 1);
                     double err = fabs(exact - s);
-                    if (err > e[n + 1]) e[n + 1] = err;
+                    e[n + 1] = err_max(e[n + 1], err);
                 }
             }
         /* H2T */
@@ -153,7 +161,7 @@ static int tables_build(tables *T, double b, double tol, int dim, int force, int
                         double t = sa[j], s = 0;
                         for (int be = p - 1; be >= 0; --be) s = s * t + C[be];
                         double x = t + dk - a, err = fabs(exp(-x * x) - s);
-                        if (err > worst) worst = err;
+                        worst = err_max(worst, err);
                     }
                 }
                 e[p] = worst;
@@ -319,6 +327,11 @@ void fgt_destroy(fgt_plan *p) {
     free(p);
 }
 
+/* u = (x - lo) / h on axis a, in the plan's units (fgt_internal.h) */
+static inline double scaled(const fgt_plan *p, double x, int a) {
+    return (fmm_pow2_scale(x, p->fl, -p->elen) - p->lo[a]) / p->hs;
+}
+
 /* scale, key, sort one point set; fills u[3] (padded), perm, boxes */
 static int build_points(const fgt_plan *p, long n, const double *x, double *u[3], long **perm,
                         long *nbox, int64_t **bkey, long **bstart) {
@@ -329,7 +342,7 @@ static int build_points(const fgt_plan *p, long n, const double *x, double *u[3]
     for (int a = 0; a < 3; ++a) u[a] = NULL;
     *perm = NULL, *bkey = NULL, *bstart = NULL;
     if (!key || !idx) goto fail;
-    const double b = p->b, ih = 1 / p->h;
+    const double b = p->b;
     const int nth = p->o.threads > 0 ? p->o.threads : omp_get_max_threads();
 #pragma omp parallel for schedule(static) num_threads(nth)
     for (long i = 0; i < n; ++i) {
@@ -337,7 +350,7 @@ static int build_points(const fgt_plan *p, long n, const double *x, double *u[3]
         for (int a = 0; a < 3; ++a) {
             long ia = 0;
             if (a >= a0) {
-                double v = (x[i * dim + (a - a0)] - p->lo[a]) * ih;
+                double v = scaled(p, x[i * dim + (a - a0)], a);
                 ia = (long)(v / b);
                 if (ia >= p->n[a]) ia = p->n[a] - 1;
                 if (ia < 0) ia = 0;
@@ -360,7 +373,7 @@ static int build_points(const fgt_plan *p, long n, const double *x, double *u[3]
 #pragma omp parallel for schedule(static) num_threads(nth)
     for (long i = 0; i < n; ++i) {
         const double *xi = x + idx[i] * dim;
-        for (int a = 0; a < 3; ++a) u[a][i] = a < a0 ? b / 2 : (xi[a - a0] - p->lo[a]) * ih;
+        for (int a = 0; a < 3; ++a) u[a][i] = a < a0 ? b / 2 : scaled(p, xi[a - a0], a);
     }
     for (int a = 0; a < 3; ++a)
         for (long i = n; i < n + 8; ++i) u[a][i] = a < a0 ? b / 2 : 0;
@@ -489,10 +502,16 @@ int fgt_setpts(fgt_plan *plan, long ns, const double *src, long nt, const double
     t.aidx = NULL, t.sq = t.A = t.gs = NULL;
     t.ns = ns, t.nt = nt;
     t.cost = default_cost();
+    /* units of 2^elen >= h and every |coordinate| (fgt_internal.h) */
+    double amax = plan->h;
+    for (int a = a0; a < 3; ++a) amax = fmax(amax, fmax(fabs(lo[a]), fabs(hi[a])));
+    t.elen = fmm_pow2_exponent(amax);
+    t.fl = ldexp(1.0, -t.elen);
+    t.hs = fmm_pow2_scale(plan->h, t.fl, -t.elen);
     double ext[3];
     for (int a = 0; a < 3; ++a) {
-        t.lo[a] = lo[a];
-        ext[a] = (hi[a] - lo[a]) / plan->h;
+        t.lo[a] = fmm_pow2_scale(lo[a], t.fl, -t.elen);
+        ext[a] = (fmm_pow2_scale(hi[a], t.fl, -t.elen) - t.lo[a]) / t.hs;
         if (!isfinite(ext[a])) return FMM_ERR_PARAM; /* h too small for the extent */
     }
     /* box side: the cheapest candidate by the cost model, at least big enough that the
@@ -705,23 +724,23 @@ int fgt_execute(fgt_plan *p, const double *q, double *g) {
     if (!p || !q || !g) return FMM_ERR_ARG;
     if (!p->have_pts) return FMM_ERR_NOPTS;
     const int nth = p->o.threads > 0 ? p->o.threads : omp_get_max_threads();
-    int bad = 0;
+    /* weights divided by a power of two near the largest (core/pow2.h), G scaled back at the end:
+     * no overflow inside the sums for weights near 1e308, no subnormal products near 1e-308 */
+    int eq = 0;
+    int rc = fmm_pow2_check_max(p->ns, q, &eq, nth);
+    if (rc) return rc;
+    const double f = ldexp(1.0, -eq);
     /* the permutations are random accesses over the whole arrays: threads hide their latency */
-#pragma omp parallel for schedule(static) num_threads(nth) reduction(| : bad)
-    for (long i = 0; i < p->ns; ++i) {
-        double v = q[p->sperm[i]];
-        bad |= !isfinite(v);
-        p->sq[i] = v;
-    }
-    if (bad) return FMM_ERR_NONFINITE;
+#pragma omp parallel for schedule(static) num_threads(nth)
+    for (long i = 0; i < p->ns; ++i) p->sq[i] = fmm_pow2_scale(q[p->sperm[i]], f, -eq);
     for (long i = p->ns; i < p->ns + 8; ++i) p->sq[i] = 0;
-    int rc;
 #ifdef FMM_HAVE_CUDA
     if (p->o.device == FMM_DEVICE_CUDA)
         rc = fgt_cuda_execute(p, p->sq, p->gs);
     else
 #endif
         rc = execute_cpu(p);
+    if (!rc) rc = fmm_pow2_scale_out(p->nt, p->gs, eq, nth);
     if (rc) return rc;
 #pragma omp parallel for schedule(static) num_threads(nth)
     for (long i = 0; i < p->nt; ++i) g[p->tperm[i]] = p->gs[i];
@@ -735,28 +754,41 @@ int fgt_direct(int dim, double h, long ns, const double *src, const double *q, l
     if (!trg) trg = src, nt = ns;
     if (ns < 1 || nt < 1) return FMM_ERR_NPTS;
     if (threads < 0 || threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
-    for (long i = 0; i < ns * dim; ++i)
-        if (!isfinite(src[i])) return FMM_ERR_NONFINITE;
-    for (long i = 0; i < nt * dim; ++i)
-        if (!isfinite(trg[i])) return FMM_ERR_NONFINITE;
-    for (long i = 0; i < ns; ++i)
-        if (!isfinite(q[i])) return FMM_ERR_NONFINITE;
-    const double ih2 = 1 / (h * h);
     int nth = threads > 0 ? threads : omp_get_max_threads();
+    /* the plan's units (fgt_internal.h): coordinates and h divided by 2^elen >= h and every
+     * |coordinate|, weights by a power of two near the largest; then t - s cannot overflow and
+     * (t - s) / h is one correctly rounded division, whatever the scale of h */
+    int ex = 0, et = 0, eq = 0, rc = fmm_pow2_check_max(ns * dim, src, &ex, nth);
+    if (!rc) rc = fmm_pow2_check_max(nt * dim, trg, &et, nth);
+    if (!rc) rc = fmm_pow2_check_max(ns, q, &eq, nth);
+    if (rc) return rc;
+    int elen = fmm_pow2_exponent(h);
+    elen = ex > elen ? ex : elen, elen = et > elen ? et : elen;
+    double *buf = malloc(sizeof(double) * (size_t)((ns + nt) * dim + ns));
+    if (!buf) return FMM_ERR_NOMEM;
+    double *s = buf, *t = s + ns * dim, *qs = t + nt * dim;
+    const double fl = ldexp(1.0, -elen), fq = ldexp(1.0, -eq), hs = fmm_pow2_scale(h, fl, -elen);
+#pragma omp parallel for schedule(static) num_threads(nth)
+    for (long i = 0; i < ns * dim; ++i) s[i] = fmm_pow2_scale(src[i], fl, -elen);
+#pragma omp parallel for schedule(static) num_threads(nth)
+    for (long i = 0; i < nt * dim; ++i) t[i] = fmm_pow2_scale(trg[i], fl, -elen);
+#pragma omp parallel for schedule(static) num_threads(nth)
+    for (long i = 0; i < ns; ++i) qs[i] = fmm_pow2_scale(q[i], fq, -eq);
 #pragma omp parallel for schedule(dynamic, 64) num_threads(nth)
     for (long j = 0; j < nt; ++j) {
-        double s = 0;
+        double sum = 0;
         for (long i = 0; i < ns; ++i) {
             double r2 = 0;
             for (int d = 0; d < dim; ++d) {
-                double dx = trg[j * dim + d] - src[i * dim + d];
-                r2 += dx * dx;
+                double u = (t[j * dim + d] - s[i * dim + d]) / hs;
+                r2 += u * u;
             }
-            s += q[i] * exp(-r2 * ih2);
+            sum += qs[i] * exp(-r2);
         }
-        g[j] = s;
+        g[j] = sum;
     }
-    return FMM_OK;
+    free(buf);
+    return fmm_pow2_scale_out(nt, g, eq, nth);
 }
 
 #ifndef FMM_HAVE_CUDA

@@ -17,6 +17,20 @@
  * Units: whatever the caller's coordinates use; p has the unit of 1/length (Yukawa, sinc) or of
  * length (regularised, multiquadric). No 1/(4 pi eps0) or other prefactor.
  *
+ * Scales. The plan and the direct sums compute in normalised units: coordinates divided by a
+ * power of two above the largest |coordinate| (for the regularised and multiquadric kernels,
+ * above p too when it is larger), p made dimensionless to match, weights divided by a power of
+ * two above the largest |q|; phi and grad are scaled back exactly (G_p(L r) = L^m G_p'(r), m =
+ * -1, or +1 for the multiquadric). Powers of two change no digit: scaling the coordinates (and
+ * p with them) by 2^k scales phi by 2^(m k) and grad by 2^((m-1) k) bitwise, anywhere in the
+ * double range. An output that is not representable (a value beyond DBL_MAX, or a nonzero
+ * output whose largest value is below DBL_MIN; e.g. the Coulomb gradient of a set 1e-160
+ * wide) is FMM_ERR_RANGE rather than Inf, NaN or zeros; ask for phi alone (or grad alone) if
+ * the other is in range. Limits: the sinc wavenumber times the largest |coordinate| (both in
+ * the normalised units, so to a factor 2) must lie in [2^-960, 2^1020] (FMM_ERR_PARAM); pairs
+ * closer than 2^-511 times the largest |coordinate| lose digits in r^2 (subnormal), and below
+ * about 2^-537 times it count as coincident (r^2 underflows to 0).
+ *
  * Targets = sources (bldtt_setpts with targets NULL): the self term j == i is left out of
  * phi_i. Note for the multiquadric and the other kernels that are finite at r = 0: the
  * omitted self term is G(0) q_i (multiquadric: c q_i; regularised: q_i/eps; sinc: p q_i);
@@ -45,7 +59,21 @@
  *     rc = bldtt_setpts(p, ns, sources, 0, NULL);   // targets = sources; builds trees + lists
  *     rc = bldtt_execute(p, q, phi, NULL);           // as often as needed, new q each time
  *     bldtt_destroy(p); if (rc) puts(bldtt_strerror(rc));
- * A plan is not thread-safe: one call at a time per plan (each call is OpenMP-parallel).
+ *
+ * Lifetime and threads. After bldtt_destroy(p) the plan is gone: any further use of p, a second
+ * bldtt_destroy(p) included, is undefined behaviour (as for free()); bldtt_destroy(NULL) does
+ * nothing. One plan must not be called from two threads at once (undefined: its calls write
+ * the plan's trees, buffers, timings and, for a CUDA plan, its device buffers); different plans
+ * may be used from different threads at the same time, CPU or CUDA (they share no state), and
+ * each call is OpenMP-parallel within its thread. The direct sums and the kernel functions keep
+ * no state.
+ *
+ * Repeatability. On the CPU the same input gives bitwise the same outputs, call after call,
+ * for any thread count (every output is summed by one thread in a fixed order; no sum over
+ * threads). On the GPU this is not promised: on trees with few target leaves the
+ * particle-particle sums are split over several blocks per target that add atomically in
+ * arrival order, so the last digits (about 1e-16 relative) may differ from run to run; GPU and
+ * CPU differ at that level too.
  *
  * Library code never prints, exits or aborts: every failure is a status code of enum
  * fmm_status (fmm.h). A failed call leaves the plan as it was before the call.
@@ -124,14 +152,17 @@ int bldtt_makeplan(const bldtt_opts *opts, bldtt_plan **plan);
  * NULL for targets = sources (nt is then ignored; the self term is left out). Both copied.
  * Builds the trees and the interaction lists (and uploads them for a CUDA plan).
  * Errors: FMM_ERR_ARG (plan or sources NULL), FMM_ERR_NPTS (ns < 1, or nt < 1 with targets),
- * FMM_ERR_NONFINITE (NaN/Inf coordinate), FMM_ERR_NOMEM, FMM_ERR_CUDA. */
+ * FMM_ERR_NONFINITE (NaN/Inf coordinate), FMM_ERR_PARAM (sinc wavenumber out of range for the
+ * set's size, see "Scales"), FMM_ERR_NOMEM, FMM_ERR_CUDA. */
 int bldtt_setpts(bldtt_plan *plan, long ns, const double *sources, long nt, const double *targets);
 
 /* q: ns source weights (caller's source order). phi: nt potentials (target order, overwritten;
  * may be NULL only if grad is given). grad: 3 nt values d phi / d x_i interleaved (the
  * gradient with respect to the target position, i.e. minus the field for Coulomb), or NULL.
  * Errors: FMM_ERR_ARG (q NULL, or phi and grad both NULL), FMM_ERR_NOPTS (before a successful
- * bldtt_setpts), FMM_ERR_NONFINITE (NaN/Inf weight), FMM_ERR_NOMEM, FMM_ERR_CUDA. */
+ * bldtt_setpts), FMM_ERR_NONFINITE (NaN/Inf weight), FMM_ERR_RANGE (a requested output beyond
+ * the double range, see "Scales"; phi and grad are then unspecified), FMM_ERR_NOMEM,
+ * FMM_ERR_CUDA. */
 int bldtt_execute(bldtt_plan *plan, const double *q, double *phi, double *grad);
 
 int bldtt_get_info(const bldtt_plan *plan, bldtt_info *info);
@@ -144,7 +175,7 @@ const char *bldtt_strerror(int status);
 /* The O(N M) direct sum with the same kernel and conventions (targets NULL = sources, self
  * term left out): the reference for tests and --reference. Uses opts->kernel, param, device
  * (CPU OpenMP, or CUDA in double) and threads; grad may be NULL, phi may be NULL if grad is
- * given. Errors as makeplan/setpts/execute. */
+ * given. The same normalised units as the plan ("Scales"). Errors as makeplan/setpts/execute. */
 int bldtt_direct(const bldtt_opts *opts, long ns, const double *sources, const double *q, long nt,
                  const double *targets, double *phi, double *grad);
 

@@ -10,7 +10,19 @@
  * are independent point sets (targets may be the sources). Units: coordinates and h in the
  * same length unit, G in the unit of q.
  *
- * Accuracy promise: max_j |G(y_j) - G_exact(y_j)| <= tolerance * sum_i |q_i|.
+ * Accuracy promise: max_j |G(y_j) - G_exact(y_j)| <= tolerance * sum_i |q_i|, plus the rounding
+ * of the positions in units of h: coordinates are carried as (x - lo) / h relative to the set's
+ * lower corner lo, which can add up to about 2^-50 (extent / h) sum_i |q_i| (extent: the largest
+ * side of the sources' and targets' bounding box). That is below the tolerance up to about
+ * tolerance * 2^50 bandwidths (1e9 at 1e-6), and comparable to what the rounding of the input
+ * coordinates themselves implies when the set lies near the origin.
+ *
+ * Scales. Only (x - y) / h enters, and the plan and fgt_direct compute in units where the
+ * coordinates and h are at most 1 (divided by a power of two) and the weights likewise, scaling G
+ * back exactly: coordinates and h scaled by the same 2^k give bitwise the same G anywhere in the
+ * double range (h subnormal included), and weights scaled by 2^k give G times 2^k bitwise. A G
+ * beyond DBL_MAX, or a nonzero G whose largest value is below DBL_MIN, is FMM_ERR_RANGE. An
+ * extent beyond DBL_MAX bandwidths is FMM_ERR_PARAM (fgt_setpts).
  *
  * Algorithm (Greengard & Strain 1991, on a uniform grid): boxes of side b*h (b chosen by a
  * cost model, about 0.5..2), only non-empty boxes are stored (sorted by box key, so tiny
@@ -29,6 +41,19 @@
  *     rc = fgt_setpts(p, ns, src, nt, trg);    // trg NULL: targets = sources
  *     rc = fgt_execute(p, q, g);               // g: nt values, target order
  *     fgt_destroy(p); puts(fgt_strerror(rc));
+ *
+ * Lifetime and threads. After fgt_destroy(p) the plan is gone: any further use of p, a second
+ * fgt_destroy(p) included, is undefined behaviour (as for free()); fgt_destroy(NULL) does
+ * nothing. One plan must not be called from two threads at once (undefined: fgt_execute writes
+ * the plan's weight, coefficient and output buffers, and a CUDA plan's device buffers and
+ * timings); different plans may be used from different threads at the same time (they share no
+ * state). fgt_direct keeps no state.
+ *
+ * Repeatability. On the CPU the same input gives bitwise the same G, call after call, for any
+ * thread count (each target box is summed by one thread in a fixed order; no sum over threads).
+ * On the GPU this is not promised: where a source box holds more than 8192 sources, several
+ * blocks add its Hermite moments atomically in arrival order, so the last digits (about 1e-16
+ * of sum |q|) may differ from run to run; GPU and CPU differ at that level too.
  *
  * Library code never prints, exits or aborts: every failure is a status code of
  * enum fmm_status (include/fmm.h). A failed call leaves the plan as it was.
@@ -91,12 +116,13 @@ int fgt_makeplan(int dim, double bandwidth, const fgt_opts *opts, fgt_plan **pla
 /* sources: ns * dim interleaved coordinates (x0 [y0 [z0]] x1 ...); targets: nt * dim, or
  * NULL for targets = sources (nt is then ignored). Both are copied. Builds the boxes.
  * Errors: FMM_ERR_ARG (NULL), FMM_ERR_NPTS (ns < 1 or nt < 1), FMM_ERR_NONFINITE,
- * FMM_ERR_NOMEM, FMM_ERR_CUDA. */
+ * FMM_ERR_PARAM (an extent beyond DBL_MAX bandwidths), FMM_ERR_NOMEM, FMM_ERR_CUDA. */
 int fgt_setpts(fgt_plan *plan, long ns, const double *sources, long nt, const double *targets);
 
 /* q: ns weights (source order); g: nt outputs (target order), overwritten.
  * Errors: FMM_ERR_ARG (NULL), FMM_ERR_NOPTS (before a successful fgt_setpts),
- * FMM_ERR_NONFINITE (NaN/Inf weight), FMM_ERR_NOMEM, FMM_ERR_CUDA. */
+ * FMM_ERR_NONFINITE (NaN/Inf weight), FMM_ERR_RANGE (G beyond the double range, see "Scales";
+ * g is then unspecified), FMM_ERR_NOMEM, FMM_ERR_CUDA. */
 int fgt_execute(fgt_plan *plan, const double *q, double *g);
 
 int fgt_get_info(const fgt_plan *plan, fgt_info *info);
@@ -105,8 +131,9 @@ void fgt_destroy(fgt_plan *plan);
 
 const char *fgt_strerror(int status);
 
-/* The direct O(ns*nt) sum, OpenMP-parallel (threads 0 = default): the reference. Same
- * arguments and errors as the plan (targets NULL = sources). */
+/* The direct O(ns*nt) sum, OpenMP-parallel (threads 0 = default): the reference, from exact
+ * differences of the given coordinates divided by h (in the normalised units of "Scales").
+ * Same arguments and errors as the plan (targets NULL = sources). */
 int fgt_direct(int dim, double bandwidth, long ns, const double *sources, const double *q, long nt,
                const double *targets, double *g, int threads);
 

@@ -6,14 +6,18 @@
 // below is the method's accuracy, not agreement with itself.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <random>
 #include <string>
+#include <thread>
 #include <initializer_list>
 #include <vector>
 
@@ -533,6 +537,352 @@ TEST(Bldtt, BadInputRejected) {
     EXPECT_EQ(bldtt_direct_subset(&o, s.n(), s.xyz.data(), s.q.data(), 0, nullptr, 1, &idx,
                                   phi.data(), nullptr),
               FMM_ERR_ARG);
+}
+
+// ---- scales (issue 33, defect 2): a correct result or FMM_ERR_RANGE, never NaN/0 with FMM_OK --
+
+namespace {
+
+// One plan (or with direct_sum, bldtt_direct) on s, targets = sources: the status, with phi
+// and/or grad filled where not NULL.
+int run_rc(const bldtt_opts &o, const Pts &s, bool direct_sum, std::vector<double> *phi,
+           std::vector<double> *grad) {
+    long n = s.n();
+    if (phi) phi->assign(n, NAN);
+    if (grad) grad->assign(3 * n, NAN);
+    double *pp = phi ? phi->data() : nullptr, *gp = grad ? grad->data() : nullptr;
+    if (direct_sum) return bldtt_direct(&o, n, s.xyz.data(), s.q.data(), 0, nullptr, pp, gp);
+    bldtt_plan *p = nullptr;
+    int rc = bldtt_makeplan(&o, &p);
+    if (!rc) rc = bldtt_setpts(p, n, s.xyz.data(), 0, nullptr);
+    if (!rc) rc = bldtt_execute(p, s.q.data(), pp, gp);
+    bldtt_destroy(p);
+    return rc;
+}
+
+// v * 2^e element by element, or empty when the result is not representable by the library's
+// rule (FMM_ERR_RANGE): a value not finite, or a largest value below DBL_MIN.
+std::vector<double> ldexp_or_empty(const std::vector<double> &v, int e) {
+    std::vector<double> r(v.size());
+    double mx = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+        r[i] = std::ldexp(v[i], e);
+        if (!std::isfinite(r[i])) return {};
+        mx = std::max(mx, std::fabs(r[i]));
+    }
+    return mx < DBL_MIN ? std::vector<double>{} : r;
+}
+
+// v * s^k by |k| multiplications (s^k itself may be out of range where the product is not)
+std::vector<double> times_pow(std::vector<double> v, double s, int k) {
+    for (double &x : v)
+        for (int i = 0; i < std::abs(k); ++i) x = k > 0 ? x * s : x / s;
+    return v;
+}
+
+// rel_err for values whose squares leave the double range (near 1e200 or 1e-200): both
+// divided by the largest |ref| first
+double rel_err_scaled(const std::vector<double> &a, const std::vector<double> &ref) {
+    double m = 0;
+    for (double x : ref) m = std::max(m, std::fabs(x));
+    if (m == 0) return rel_err(a, ref);
+    std::vector<double> as(a.size()), rs(ref.size());
+    for (size_t i = 0; i < a.size(); ++i) as[i] = a[i] / m, rs[i] = ref[i] / m;
+    return rel_err(as, rs);
+}
+
+std::string sci(double x) {
+    char b[32];
+    snprintf(b, sizeof b, "%g", x);
+    return b;
+}
+
+bool representable(const std::vector<double> &v) {
+    double mx = 0;
+    for (double x : v) {
+        if (!std::isfinite(x)) return false;
+        mx = std::max(mx, std::fabs(x));
+    }
+    return mx >= DBL_MIN;
+}
+
+} // namespace
+
+// Powers of two change no digit: with the coordinates (and the kernel's parameter with them)
+// scaled by 2^e, phi and grad are the unit-scale results times 2^(m e) and 2^((m-1) e)
+// (m = -1; +1 for the multiquadric) bitwise, from 2^-990 to 2^1000, for the plan and the direct
+// sum; where those are beyond the double range, FMM_ERR_RANGE, and whichever output is in range
+// can still be asked for alone. (Unnormalised, r^2 and 1/r^3 left the range at 2^-365 and
+// 2^300: NaN, zeros or 16% errors with FMM_OK.)
+TEST(Bldtt, PowerOfTwoScalesExactOrRangeError) {
+    uint64_t seed = test_seed(13);
+    Pts s = make(UNIFORM, 2000, seed);
+    for (int k = 0; k < BLDTT_NKERNELS; ++k) {
+        bldtt_opts o = opts(k, 0.7, 4, 64);
+        const int m = k == BLDTT_MULTIQUADRIC ? 1 : -1;
+        for (int direct_sum = 0; direct_sum < 2; ++direct_sum) {
+            std::vector<double> phi1, grad1;
+            ASSERT_EQ(run_rc(o, s, direct_sum, &phi1, &grad1), FMM_OK);
+            for (int e : {-990, -600, -365, 300, 1000}) {
+                Pts t = s;
+                for (double &x : t.xyz) x = std::ldexp(x, e);
+                bldtt_opts os = o;
+                os.param = std::ldexp(o.param, k == BLDTT_YUKAWA || k == BLDTT_SINC ? -e : e);
+                std::vector<double> ephi = ldexp_or_empty(phi1, m * e),
+                                    egrad = ldexp_or_empty(grad1, (m - 1) * e);
+                std::string what = std::string(bldtt_kernel_name(k)) +
+                                   (direct_sum ? " direct" : " plan") + " 2^" + std::to_string(e);
+                std::vector<double> phi, grad;
+                int want = ephi.empty() || egrad.empty() ? FMM_ERR_RANGE : FMM_OK;
+                EXPECT_EQ(run_rc(os, t, direct_sum, &phi, &grad), want) << what;
+                if (!want) {
+                    EXPECT_TRUE(phi == ephi) << what << " phi not bitwise";
+                    EXPECT_TRUE(grad == egrad) << what << " grad not bitwise";
+                }
+                EXPECT_EQ(run_rc(os, t, direct_sum, &phi, nullptr),
+                          ephi.empty() ? FMM_ERR_RANGE : FMM_OK)
+                    << what;
+                if (!ephi.empty()) {
+                    EXPECT_TRUE(phi == ephi) << what << " phi alone not bitwise";
+                }
+                EXPECT_EQ(run_rc(os, t, direct_sum, nullptr, &grad),
+                          egrad.empty() ? FMM_ERR_RANGE : FMM_OK)
+                    << what;
+                if (!egrad.empty()) {
+                    EXPECT_TRUE(grad == egrad) << what << " grad alone not bitwise";
+                }
+            }
+        }
+    }
+}
+
+// The issue's scales, 1e-110, 1e-160, 1e-300 and 1e300 (not powers of two, so the inputs round):
+// the direct sum agrees with the unit-scale one times s^m to rounding, the plan with the direct
+// sum to its accuracy, or both say FMM_ERR_RANGE for an output beyond the double range (the
+// Coulomb gradient near 1e320 at 1e-160).
+TEST(Bldtt, IssueScalesAccurateOrRangeError) {
+    uint64_t seed = test_seed(14);
+    Pts s = make(UNIFORM, 1500, seed);
+    for (int k = 0; k < BLDTT_NKERNELS; ++k) {
+        bldtt_opts o = opts(k, 0.7, 4, 64);
+        const int m = k == BLDTT_MULTIQUADRIC ? 1 : -1;
+        Result d1 = direct(o, s);
+        for (double sc : {1e-110, 1e-160, 1e-300, 1e300}) {
+            Pts t = s;
+            for (double &x : t.xyz) x *= sc;
+            bldtt_opts os = o;
+            os.param = k == BLDTT_YUKAWA || k == BLDTT_SINC ? o.param / sc : o.param * sc;
+            std::vector<double> ephi = times_pow(d1.phi, sc, m),
+                                egrad = times_pow(d1.grad, sc, m - 1);
+            bool okp = representable(ephi), okg = representable(egrad);
+            std::string what = std::string(bldtt_kernel_name(k)) + " scale " + sci(sc);
+            std::vector<double> dphi, dgrad, phi, grad;
+            EXPECT_EQ(run_rc(os, t, true, &dphi, &dgrad), okp && okg ? FMM_OK : FMM_ERR_RANGE)
+                << what;
+            EXPECT_EQ(run_rc(os, t, false, &phi, &grad), okp && okg ? FMM_OK : FMM_ERR_RANGE)
+                << what;
+            if (!okp) continue;
+            ASSERT_EQ(run_rc(os, t, true, &dphi, nullptr), FMM_OK) << what;
+            ASSERT_EQ(run_rc(os, t, false, &phi, nullptr), FMM_OK) << what;
+            double tol = k == BLDTT_SINC ? 1e-3 : k == BLDTT_MULTIQUADRIC ? 5e-4 : 1e-4;
+            EXPECT_LT(rel_err_scaled(dphi, ephi), 1e-12) << what;
+            EXPECT_LT(rel_err_scaled(phi, dphi), tol) << what;
+            if (!okg) continue;
+            ASSERT_EQ(run_rc(os, t, true, nullptr, &dgrad), FMM_OK) << what;
+            ASSERT_EQ(run_rc(os, t, false, nullptr, &grad), FMM_OK) << what;
+            EXPECT_LT(rel_err_scaled(dgrad, egrad), 1e-12) << what;
+            EXPECT_LT(rel_err_scaled(grad, dgrad), 3 * tol) << what;
+        }
+    }
+}
+
+// Parameters and weights at the edges of the range: a Yukawa kappa r beyond DBL_MAX (the
+// kernel is 0 everywhere: zeros, not NaN), a regularisation eps = 1e-200 whose square
+// underflows (coincident points get q/eps, not Inf), a multiquadric shape 1e-200 on coincident
+// points (c q, not 0), weights near DBL_MAX whose terms overflow but whose sum does not.
+TEST(Bldtt, ExtremeParametersAndWeights) {
+    uint64_t seed = test_seed(15);
+    {
+        Pts s = make(UNIFORM, 1500, seed);
+        for (double &x : s.xyz) x *= 1e10;
+        bldtt_opts o = opts(BLDTT_YUKAWA, 0.7, 4, 64);
+        o.param = 1e300;
+        for (int direct_sum = 0; direct_sum < 2; ++direct_sum) {
+            std::vector<double> phi, grad;
+            EXPECT_EQ(run_rc(o, s, direct_sum, &phi, &grad), FMM_OK);
+            long nonzero = 0;
+            for (double v : phi) nonzero += v != 0.0;
+            for (double v : grad) nonzero += v != 0.0;
+            EXPECT_EQ(nonzero, 0) << "yukawa kappa 1e300 direct " << direct_sum;
+        }
+    }
+    {
+        // 1000 points, the first 40 of them in 20 coincident pairs
+        Pts s = make(UNIFORM, 1000, seed + 1);
+        for (int i = 0; i < 20; ++i)
+            for (int a = 0; a < 3; ++a) s.xyz[3 * (2 * i + 1) + a] = s.xyz[3 * (2 * i) + a];
+        bldtt_opts o = opts(BLDTT_REGULARIZED, 0.7, 6, 32);
+        o.param = 1e-200;
+        std::vector<double> ref(s.n(), 0), gref(3 * s.n(), 0);
+        for (long i = 0; i < s.n(); ++i)
+            for (long j = 0; j < s.n(); ++j) {
+                if (i == j) continue;
+                double d[3], r2 = 0;
+                for (int a = 0; a < 3; ++a)
+                    d[a] = s.xyz[3 * i + a] - s.xyz[3 * j + a], r2 += d[a] * d[a];
+                if (r2 == 0) {
+                    ref[i] += s.q[j] / o.param;
+                    continue;
+                }
+                double f, g = G(BLDTT_REGULARIZED, o.param, std::sqrt(r2), &f);
+                ref[i] += g * s.q[j];
+                for (int a = 0; a < 3; ++a) gref[3 * i + a] += f * d[a] * s.q[j];
+            }
+        for (int direct_sum = 0; direct_sum < 2; ++direct_sum) {
+            std::vector<double> phi, grad;
+            ASSERT_EQ(run_rc(o, s, direct_sum, &phi, &grad), FMM_OK);
+            // the 40 paired points carry q/eps ~ 1e200, the others ordinary values: apart
+            std::vector<double> pa(phi.begin(), phi.begin() + 40),
+                ra(ref.begin(), ref.begin() + 40);
+            std::vector<double> pb(phi.begin() + 40, phi.end()), rb(ref.begin() + 40, ref.end());
+            EXPECT_LT(rel_err_scaled(pa, ra), 1e-15)
+                << "regularized eps 1e-200, direct " << direct_sum;
+            EXPECT_LT(rel_err_scaled(pb, rb), direct_sum ? 1e-13 : 1e-5) << "direct " << direct_sum;
+            EXPECT_LT(rel_err_scaled(grad, gref), direct_sum ? 1e-12 : 1e-4)
+                << "direct " << direct_sum;
+        }
+    }
+    {
+        Pts s = make(UNIFORM, 600, seed + 2);
+        for (double &x : s.xyz) x = 1.0; // every point at (1, 1, 1)
+        bldtt_opts o = opts(BLDTT_MULTIQUADRIC, 0.7, 4, 32);
+        o.param = 1e-200;
+        double qsum = 0;
+        for (double q : s.q) qsum += q;
+        std::vector<double> ref(s.n());
+        for (long i = 0; i < s.n(); ++i) ref[i] = o.param * (qsum - s.q[i]);
+        for (int direct_sum = 0; direct_sum < 2; ++direct_sum) {
+            std::vector<double> phi;
+            ASSERT_EQ(run_rc(o, s, direct_sum, &phi, nullptr), FMM_OK);
+            EXPECT_LT(rel_err_scaled(phi, ref), 1e-12)
+                << "multiquadric c 1e-200 coincident, direct " << direct_sum;
+        }
+    }
+    {
+        // phi at the origin of +-2^1020 at distances 0.01 and 0.0101: 2^1020 (100 - 99.0099..)
+        double src[6] = {0.01, 0, 0, 0.0101, 0, 0},
+               q[2] = {std::ldexp(1.0, 1020), -std::ldexp(1.0, 1020)};
+        double trg[3] = {0, 0, 0}, phi = NAN, dphi = NAN;
+        double want = std::ldexp(1.0, 1020) * (1 / 0.01 - 1 / 0.0101);
+        bldtt_opts o = opts(BLDTT_COULOMB, 0.7, 4, 0);
+        bldtt_plan *p = nullptr;
+        ASSERT_EQ(bldtt_makeplan(&o, &p), FMM_OK);
+        ASSERT_EQ(bldtt_setpts(p, 2, src, 1, trg), FMM_OK);
+        ASSERT_EQ(bldtt_execute(p, q, &phi, nullptr), FMM_OK);
+        double g3[3];
+        EXPECT_EQ(bldtt_execute(p, q, nullptr, g3), FMM_ERR_RANGE)
+            << "2^1020 (1e4 - 0.98e4) overflows";
+        bldtt_destroy(p);
+        ASSERT_EQ(bldtt_direct(&o, 2, src, q, 1, trg, &dphi, nullptr), FMM_OK);
+        EXPECT_NEAR(phi / want, 1.0, 1e-13);
+        EXPECT_NEAR(dphi / want, 1.0, 1e-13);
+    }
+}
+
+// A slab 1e-10 thick and 1e300 wide: in the normalised units (coordinates below 1) the
+// clusters are subnormally thin, so a particle lies closer to an interpolation point than
+// w_k / (x - s_k) can bear (NaN before BT_NODE_HIT). Coulomb phi; its gradient, near 1e-600,
+// is out of range.
+TEST(Bldtt, ThinSlabInHugeCloud) {
+    uint64_t seed = test_seed(16);
+    Pts s = make(UNIFORM, 6000, seed);
+    for (long i = 0; i < s.n(); ++i)
+        for (int a = 0; a < 3; ++a) s.xyz[3 * i + a] *= a == 0 ? 1e-10 : 1e300;
+    bldtt_opts o = opts(BLDTT_COULOMB, 0.7, 6, 64);
+    std::vector<double> phi, dphi, grad;
+    Result info = run(o, s, {}, false);
+    EXPECT_GT(info.info.pairs[1] + info.info.pairs[2] + info.info.pairs[3], 0)
+        << "no interpolation used";
+    ASSERT_EQ(run_rc(o, s, false, &phi, nullptr), FMM_OK);
+    ASSERT_EQ(run_rc(o, s, true, &dphi, nullptr), FMM_OK);
+    EXPECT_LT(rel_err_scaled(phi, dphi), 1e-5);
+    EXPECT_EQ(run_rc(o, s, false, nullptr, &grad), FMM_ERR_RANGE);
+}
+
+// ---- repeatability (issue 33, defect 6) --------------------------------------------------------
+
+// The same input and thread count give bitwise the same outputs, call after call and plan
+// after plan, for 2, 3 and 4 threads (and, as it happens, across thread counts: every output is
+// summed by one thread in a fixed order).
+TEST(Bldtt, RepeatableBitwise) {
+    uint64_t seed = test_seed(17);
+    Pts s = make(PLUMMER, 6000, seed);
+    for (int k : {BLDTT_COULOMB, BLDTT_MULTIQUADRIC})
+        for (int method : {BLDTT_METHOD_DTT, BLDTT_METHOD_BLTC}) {
+            std::vector<double> phi0, grad0;
+            for (int th : {2, 3, 4})
+                for (int rep = 0; rep < 2; ++rep) {
+                    bldtt_opts o = opts(k, 0.7, 5, 64, method);
+                    o.threads = th;
+                    std::vector<double> phi, grad;
+                    ASSERT_EQ(run_rc(o, s, false, &phi, &grad), FMM_OK);
+                    if (phi0.empty()) phi0 = phi, grad0 = grad;
+                    EXPECT_TRUE(phi == phi0 && grad == grad0)
+                        << bldtt_kernel_name(k) << " method " << method << " threads " << th
+                        << " rep " << rep;
+                }
+        }
+}
+
+// Different plans may run in different threads at once (include/fmm_bldtt.h, "Lifetime and
+// threads"): two plans of different kernels and degrees, each called in its own thread three
+// times, give bitwise their results of one thread alone.
+TEST(Bldtt, PlansInConcurrentThreads) {
+    uint64_t seed = test_seed(18);
+    Pts s = make(GAUSSIAN, 6000, seed);
+    bldtt_opts oa = opts(BLDTT_COULOMB, 0.7, 4, 64), ob = opts(BLDTT_MULTIQUADRIC, 0.6, 6, 64);
+    oa.threads = ob.threads = 2;
+    Result ra = run(oa, s), rb = run(ob, s);
+    std::vector<double> pa[3], ga[3], pb[3], gb[3];
+    int rca[3] = {-1, -1, -1}, rcb[3] = {-1, -1, -1};
+    std::thread ta([&] {
+        for (int k = 0; k < 3; ++k) rca[k] = run_rc(oa, s, false, &pa[k], &ga[k]);
+    });
+    std::thread tb([&] {
+        for (int k = 0; k < 3; ++k) rcb[k] = run_rc(ob, s, false, &pb[k], &gb[k]);
+    });
+    ta.join(), tb.join();
+    for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(rca[k], FMM_OK);
+        EXPECT_EQ(rcb[k], FMM_OK);
+        EXPECT_TRUE(pa[k] == ra.phi && ga[k] == ra.grad) << "coulomb call " << k;
+        EXPECT_TRUE(pb[k] == rb.phi && gb[k] == rb.grad) << "multiquadric call " << k;
+    }
+}
+
+// Two CUDA plans of different degrees, set up one after the other and then executed: each
+// gives its own CPU plan's result (the barycentric weights were a per-degree table in
+// constant memory, overwritten by the last bldtt_setpts of any plan).
+TEST(BldttGpu, PlansOfDifferentDegrees) {
+    if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    uint64_t seed = test_seed(19);
+    Pts s = make(UNIFORM, 30000, seed);
+    bldtt_opts o[2] = {opts(BLDTT_COULOMB, 0.7, 4, 200), opts(BLDTT_COULOMB, 0.7, 7, 200)};
+    Result cpu[2] = {run(o[0], s, {}, false), run(o[1], s, {}, false)};
+    bldtt_plan *p[2] = {nullptr, nullptr};
+    for (int k = 0; k < 2; ++k) {
+        o[k].device = FMM_DEVICE_CUDA;
+        ASSERT_EQ(bldtt_makeplan(&o[k], &p[k]), FMM_OK);
+        ASSERT_EQ(bldtt_setpts(p[k], s.n(), s.xyz.data(), 0, nullptr), FMM_OK);
+    }
+    for (int k = 0; k < 2; ++k) {
+        std::vector<double> phi(s.n());
+        ASSERT_EQ(bldtt_execute(p[k], s.q.data(), phi.data(), nullptr), FMM_OK);
+        double e = rel_err(phi, cpu[k].phi);
+        std::cout << "degree " << o[k].degree << " gpu-cpu " << e << std::endl;
+        EXPECT_LT(e, 1e-13) << "degree " << o[k].degree;
+        bldtt_destroy(p[k]);
+    }
 }
 
 // CPU and GPU agree in double within rounding (every kernel, both methods, gradient).

@@ -17,6 +17,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fmm_fgt.h"
@@ -381,6 +382,184 @@ TEST(Fgt, RejectsBadPointsAndWeightsPlanIntact) {
               FMM_ERR_THREADS);
     EXPECT_EQ(fgt_direct(dim, 0.1, ns, x.data(), q.data(), nt, y.data(), g.data(), 100000),
               FMM_ERR_THREADS);
+}
+
+// ---------------------------------------------------------------------------------------
+// Scales (issue 33, defect 2). The Gaussian sum depends on the coordinates only through
+// (x - y) / h: coordinates and h scaled by the same power of two give bitwise the same G, for
+// the plan and the direct sum, from 2^-1000 to 2^1023 (before, the direct sum's 1/h^2 left the
+// double range and gave NaN or sum q, and the plan's 1/h did for h below 2^-1022, where the
+// coordinates are subnormal and the plan is compared with the direct sum instead). Weights
+// scaled by 2^k scale G by 2^k bitwise; a G beyond the double range is FMM_ERR_RANGE.
+TEST(Fgt, PowerOfTwoScalesBitwise) {
+    uint64_t seed = test_seed(1000);
+    for (int dim : {1, 2, 3}) {
+        std::mt19937_64 rng(seed + dim);
+        long ns = 1500, nt = 1000;
+        std::vector<double> x = points(dim, ns, CLUSTERED, rng),
+                            y = points(dim, nt, CLUSTERED, rng);
+        std::vector<double> q = weights(ns, true, rng);
+        const double h = 0.05;
+        fgt_opts o;
+        fgt_default_opts(&o);
+        o.tolerance = 1e-8;
+        auto plan = [&](double hh, const std::vector<double> &xs, const std::vector<double> &ys,
+                        const std::vector<double> &qs, std::vector<double> &g) {
+            g.assign(nt, kNaN);
+            fgt_plan *p = nullptr;
+            int rc = fgt_makeplan(dim, hh, &o, &p);
+            if (!rc) rc = fgt_setpts(p, ns, xs.data(), nt, ys.data());
+            if (!rc) rc = fgt_execute(p, qs.data(), g.data());
+            fgt_destroy(p);
+            return rc;
+        };
+        auto direct = [&](double hh, const std::vector<double> &xs, const std::vector<double> &ys,
+                          const std::vector<double> &qs, std::vector<double> &g) {
+            g.assign(nt, kNaN);
+            return fgt_direct(dim, hh, ns, xs.data(), qs.data(), nt, ys.data(), g.data(), 0);
+        };
+        std::vector<double> g1, r1, g, r;
+        ASSERT_EQ(plan(h, x, y, q, g1), FMM_OK);
+        ASSERT_EQ(direct(h, x, y, q, r1), FMM_OK);
+        ASSERT_LE(max_abs_diff(g1, r1), 1e-8 * sum_abs(q));
+        for (int e : {-1000, -500, 500, 1000, 1023}) {
+            std::vector<double> xs = x, ys = y;
+            for (double &v : xs) v = std::ldexp(v, e);
+            for (double &v : ys) v = std::ldexp(v, e);
+            EXPECT_EQ(plan(std::ldexp(h, e), xs, ys, q, g), FMM_OK) << "dim " << dim << " 2^" << e;
+            EXPECT_TRUE(g == g1) << "plan not bitwise, dim " << dim << " 2^" << e;
+            EXPECT_EQ(direct(std::ldexp(h, e), xs, ys, q, r), FMM_OK)
+                << "dim " << dim << " 2^" << e;
+            EXPECT_TRUE(r == r1) << "direct sum not bitwise, dim " << dim << " 2^" << e;
+        }
+        // h = 0.05 2^-1040 is subnormal, and so are the coordinates (rounded: not bitwise)
+        {
+            std::vector<double> xs = x, ys = y;
+            for (double &v : xs) v = std::ldexp(v, -1040);
+            for (double &v : ys) v = std::ldexp(v, -1040);
+            ASSERT_EQ(plan(std::ldexp(h, -1040), xs, ys, q, g), FMM_OK) << "dim " << dim;
+            ASSERT_EQ(direct(std::ldexp(h, -1040), xs, ys, q, r), FMM_OK) << "dim " << dim;
+            EXPECT_LE(max_abs_diff(g, r), 1e-8 * sum_abs(q)) << "subnormal h, dim " << dim;
+            // the coordinates kept 30 of their bits: G moves by ~1e-9 relative at most
+            EXPECT_LE(max_abs_diff(r, r1), 1e-6 * sum_abs(q)) << "subnormal h, dim " << dim;
+        }
+        for (int k : {-1000, 1000}) {
+            std::vector<double> qs = q;
+            for (double &v : qs) v = std::ldexp(v, k);
+            std::vector<double> e1 = g1, e2 = r1;
+            for (double &v : e1) v = std::ldexp(v, k);
+            for (double &v : e2) v = std::ldexp(v, k);
+            EXPECT_EQ(plan(h, x, y, qs, g), FMM_OK);
+            EXPECT_TRUE(g == e1) << "weights 2^" << k << " dim " << dim;
+            EXPECT_EQ(direct(h, x, y, qs, r), FMM_OK);
+            EXPECT_TRUE(r == e2) << "weights 2^" << k << " dim " << dim;
+        }
+        // G beyond the double range: 1500 weights of 1e308 (an overflow) and 2^-1070 (G < DBL_MIN)
+        for (double w : {1e308, std::ldexp(1.0, -1070)}) {
+            std::vector<double> qs(ns, w);
+            EXPECT_EQ(plan(h, x, y, qs, g), FMM_ERR_RANGE) << "weights " << w;
+            EXPECT_EQ(direct(h, x, y, qs, r), FMM_ERR_RANGE) << "weights " << w;
+        }
+    }
+}
+
+// Two clusters far apart in units of h: the 2^20 boxes per axis that a key allows are then
+// that much wider than h, and at 1e20 h the measured truncation errors of the expansions
+// overflow to NaN; those orders must count as failing (direct sums), not as meeting the
+// tolerance (NaN with FMM_OK before). The bound is the promise plus the rounding of the
+// positions in units of h, about 2^-50 (extent / h) sum |q| (include/fmm_fgt.h).
+TEST(Fgt, FarApartClusters) {
+    uint64_t seed = test_seed(1100);
+    const double h = 0.1, tol = 1e-6;
+    for (int dim : {1, 2, 3})
+        for (double off : {1e5, 1e20, 1e200}) {
+            std::mt19937_64 rng(seed + dim);
+            long n = 1200;
+            std::vector<double> x = points(dim, n, UNIFORM, rng), q = weights(n, true, rng), g(n),
+                                r(n);
+            for (long i = 1; i < n; i += 2) x[i * dim] += off;
+            double bound = (tol + std::ldexp(off / h, -50)) * sum_abs(q);
+            fgt_opts o;
+            fgt_default_opts(&o);
+            o.tolerance = tol;
+            for (int mode : {FGT_MODE_AUTO, FGT_MODE_HERMITE, FGT_MODE_H2T}) {
+                o.force_mode = mode;
+                fgt_plan *p;
+                ASSERT_EQ(fgt_makeplan(dim, h, &o, &p), FMM_OK);
+                ASSERT_EQ(fgt_setpts(p, n, x.data(), 0, nullptr), FMM_OK);
+                ASSERT_EQ(fgt_execute(p, q.data(), g.data()), FMM_OK);
+                fgt_destroy(p);
+                ASSERT_EQ(fgt_direct(dim, h, n, x.data(), q.data(), 0, nullptr, r.data(), 0),
+                          FMM_OK);
+                for (double v : g)
+                    ASSERT_TRUE(std::isfinite(v)) << "dim " << dim << " offset " << off;
+                EXPECT_LE(max_abs_diff(g, r), bound)
+                    << "dim " << dim << " offset " << off << " mode " << mode;
+            }
+        }
+}
+
+// Repeatability (issue 33, defect 6): the same input and thread count give bitwise the same G,
+// plan after plan, for 2, 3 and 4 threads (and across thread counts: every target box is
+// summed by one thread in a fixed order); the direct sum likewise.
+TEST(Fgt, RepeatableBitwise) {
+    std::mt19937_64 rng(test_seed(1200));
+    long n = 8000;
+    std::vector<double> x = points(3, n, CLUSTERED, rng), q = weights(n, true, rng), g0, r0;
+    for (int th : {2, 3, 4})
+        for (int rep = 0; rep < 2; ++rep) {
+            fgt_opts o;
+            fgt_default_opts(&o);
+            o.threads = th;
+            std::vector<double> g(n), r(n);
+            fgt_plan *p;
+            ASSERT_EQ(fgt_makeplan(3, 0.05, &o, &p), FMM_OK);
+            ASSERT_EQ(fgt_setpts(p, n, x.data(), 0, nullptr), FMM_OK);
+            ASSERT_EQ(fgt_execute(p, q.data(), g.data()), FMM_OK);
+            fgt_destroy(p);
+            ASSERT_EQ(fgt_direct(3, 0.05, n, x.data(), q.data(), 0, nullptr, r.data(), th), FMM_OK);
+            if (g0.empty()) g0 = g, r0 = r;
+            EXPECT_TRUE(g == g0) << "plan, threads " << th << " rep " << rep;
+            EXPECT_TRUE(r == r0) << "direct sum, threads " << th << " rep " << rep;
+        }
+}
+
+// Different plans may run in different threads at once (include/fmm_fgt.h, "Lifetime and
+// threads"): two plans of different dimensions and bandwidths, each called in its own thread
+// three times, give bitwise their results of one thread alone.
+TEST(Fgt, PlansInConcurrentThreads) {
+    std::mt19937_64 rng(test_seed(1300));
+    long n = 4000;
+    std::vector<double> x = points(3, n, CLUSTERED, rng), q = weights(n, true, rng);
+    auto run = [&](int dim, double h, std::vector<double> &g) {
+        fgt_opts o;
+        fgt_default_opts(&o);
+        o.threads = 2;
+        g.assign(n, kNaN);
+        fgt_plan *p = nullptr;
+        int rc = fgt_makeplan(dim, h, &o, &p);
+        if (!rc) rc = fgt_setpts(p, n, x.data(), 0, nullptr);
+        if (!rc) rc = fgt_execute(p, q.data(), g.data());
+        fgt_destroy(p);
+        return rc;
+    };
+    std::vector<double> ra, rb, ga[3], gb[3];
+    ASSERT_EQ(run(3, 0.05, ra), FMM_OK);
+    ASSERT_EQ(run(2, 0.02, rb), FMM_OK); // the first 2n coordinates as 2-D points
+    int rca[3] = {-1, -1, -1}, rcb[3] = {-1, -1, -1};
+    std::thread ta([&] {
+        for (int k = 0; k < 3; ++k) rca[k] = run(3, 0.05, ga[k]);
+    });
+    std::thread tb([&] {
+        for (int k = 0; k < 3; ++k) rcb[k] = run(2, 0.02, gb[k]);
+    });
+    ta.join(), tb.join();
+    for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(rca[k], FMM_OK);
+        EXPECT_EQ(rcb[k], FMM_OK);
+        EXPECT_TRUE(ga[k] == ra) << "3-D call " << k;
+        EXPECT_TRUE(gb[k] == rb) << "2-D call " << k;
+    }
 }
 
 // A larger 3-D case in the benchmark's regime (N = 1.2e4, tolerance 1e-6).
