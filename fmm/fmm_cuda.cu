@@ -1178,6 +1178,11 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
     if (g->dev_pts) CU(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, st));
     CU(cudaStreamSynchronize(st));
     if (bad) return FMM_ERR_NONFINITE;
+    /* the range check of the outputs, without a pass over them: a phi or E_a that is not finite
+       (an overflow at pairs far closer than the set's extent) makes q phi or q E_a Y_b, and so
+       the energy or the virial's sums, not finite too (0 x Inf is NaN) */
+    for (int k = 0; k < 10; ++k)
+        if (!isfinite(red[red_at(k ? RED_VIR + k - 1 : RED_ENERGY)])) return FMM_ERR_RANGE;
     const int compact = g->periodic && g->depth == 0 &&
                         pbc_cluster_compact(red[red_at(RED_R2)], g->geom_host[G_SIDE]);
     if (e->compact && g->periodic && g->depth == 0) *e->compact = compact;

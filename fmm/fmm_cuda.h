@@ -73,7 +73,9 @@ int fmm_gpu_set_exclusions(fmm_gpu *g, long natoms, long npairs, const int *star
  * first such call captures a second graph that also gathers the image forces). d_force (device,
  * float, 3n, caller order; phi and field NULL then): force_scale q_i E_i, ordered against the
  * caller's `stream` like a device-resident fmm_gpu_setpts; such a call waits for the device only
- * if it reports energy or parts (then FMM_ERR_NONFINITE for non-finite device positions). */
+ * if it reports energy or parts (then FMM_ERR_NONFINITE for non-finite device positions). A call
+ * that waits returns FMM_ERR_RANGE where the energy or the sum q_i E_i (x) Y_i is not finite
+ * (which a phi or E that is not finite makes them). */
 typedef struct fmm_gpu_exec {
     const void *q;
     void *phi, *field;

@@ -16,6 +16,32 @@
  *     fmm_destroy(p); puts(fmm_strerror(rc));
  *
  * Library code never prints, exits or aborts: every failure is a return code.
+ *
+ * Scales: the sums are homogeneous in lengths and charges, and the plans and the reference sums
+ * (fmm_direct, fmm_direct_targets, fmm_ewald) take coordinates, box edges and charges of any
+ * finite magnitude: where the set's extent (or the box edge) or the largest |q| lies outside
+ * [2^-64, 2^64], they compute in units of a power of two (exact) and scale the outputs back. An
+ * output asked for that is not representable in double (float for the float entry points) gives
+ * FMM_ERR_RANGE: a value beyond the largest double (the field of coordinates scaled by 1e-160,
+ * the energy of charges of 1e200, or an overflow inside the sums at two particles some 2^-340
+ * times the set's extent apart), or an output whose largest value is below the smallest normal
+ * double (the field of coordinates scaled by 1e300); ask only for the outputs that fit (any may be
+ * NULL), or change the units. The outputs of a call that fails are unspecified. CUDA plans see
+ * a value that is not finite through the energy and virial sums that the device forms anyway
+ * (without a pass over the outputs on the host), and leave the float rounding of their float
+ * outputs unchecked (Inf beyond float's range).
+ *
+ * Repeatability: on the CPU the same input, options and thread count give bitwise the same
+ * outputs (phi, field, energy, virial; open and periodic, with exclusions; the reference sums
+ * too): every sum over threads adds its parts in an order fixed by the input and the thread
+ * count. CUDA plans are not bitwise repeatable: their kernels add into expansions and into the
+ * energy and virial sums with atomics, in the order the threads arrive, so the last digits of
+ * the outputs (differences at the level of the rounding of those sums) change from run to run.
+ *
+ * What a caller must not do (undefined behaviour, not checked): use a plan after fmm_destroy,
+ * destroy it twice, or call the functions on one plan from two threads at once (a call writes the
+ * plan's buffers and state; calls on one plan must be ordered). Different plans share no state
+ * and may be used from different threads at the same time.
  */
 #ifndef FMM_H
 #define FMM_H
@@ -100,7 +126,7 @@ typedef struct fmm_info {
     int leaf_size;   /* leaf capacity used to split the tree */
     long nboxes;     /* tree boxes */
     long nleaves;    /* leaf boxes */
-    double side;     /* side length of the root cube */
+    double side;     /* side length of the root cube (in the caller's units) */
     double center[3]; /* its centre (periodic at depth 0 the cell is centred on the charges: the
                          CPU reports that centre, a CUDA plan, which finds it on the device, L/2) */
 } fmm_info;
@@ -109,13 +135,15 @@ typedef struct fmm_plan fmm_plan;
 
 void fmm_default_opts(fmm_opts *opts);
 
-/* box: NULL for an open boundary with the particles' bounding cube; otherwise the
- * box edge lengths {Lx, Ly, Lz} with the lower corner at the origin. Open boundary:
- * particles must lie in [0,Lx]x[0,Ly]x[0,Lz]. Periodic (box required, cubic for now):
- * particles are wrapped into the box. */
+/* box: NULL for an open boundary; otherwise the box edge lengths {Lx, Ly, Lz} with the lower
+ * corner at the origin. Open boundary: particles must lie in [0,Lx]x[0,Ly]x[0,Lz]; the tree's
+ * root is the particles' bounding cube either way (the virial is taken about its centre).
+ * Periodic (box required, cubic for now): particles are wrapped into the box. */
 int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan);
 
 /* xyz: n interleaved coordinates x0 y0 z0 x1 y1 z1 ... (copied; caller keeps ownership).
+ * Coincident points give FMM_ERR_COINCIDENT (also points distinct in double that become equal
+ * in the plan's units: closer than about 2^-1074 times the set's extent).
  * On failure a CPU plan keeps its previous points, and so does a CUDA plan whose input is
  * rejected before the device is touched (FMM_ERR_ARG, FMM_ERR_NPTS for n < 1,
  * FMM_ERR_NONFINITE, FMM_ERR_OUTSIDE). A failure on the device (FMM_ERR_NPTS above 2^31 - 1,
@@ -158,11 +186,15 @@ int fmm_executef(fmm_plan *plan, const float *q, float *phi, float *field, doubl
  *   non-finite one, every later call on these positions that waits for the device (fmm_execute,
  *   fmm_executef, fmm_cuda_forcesf asked for energy or virial) returns FMM_ERR_NONFINITE, and the
  *   forces of such a set are not finite either. Open boundaries: FMM_ERR_UNSUPPORTED (their
- *   bounding box and box check need the positions on the host). CPU plans: FMM_ERR_DEVICE.
+ *   bounding box and box check need the positions on the host), and so is a box edge outside
+ *   [2^-64, 2^64] (the positions cannot be brought to the plan's units). CPU plans:
+ *   FMM_ERR_DEVICE.
  * fmm_cuda_forcesf: d_force[3i + a] = scale q_i E_i,a (the Coulomb force with the caller's unit
  *   prefactor in scale; overwritten), q as for fmm_executef (host, NULL reuses the kept charges).
  *   energy and virial (unscaled, as fmm_execute) may be NULL; the call waits for the device only
- *   when one of them is asked for. */
+ *   when one of them is asked for. The range check of the forces is that of the energy and
+ *   virial (FMM_ERR_RANGE where their sums are not finite) and is made only when one of them is
+ *   asked for; a force beyond float's range is Inf. */
 int fmm_cuda_setptsf(fmm_plan *plan, long n, const float *d_xyz, void *stream);
 int fmm_cuda_forcesf(fmm_plan *plan, const float *q, float *d_force, double scale, double *energy,
                      double *virial, void *stream);
@@ -177,6 +209,7 @@ int fmm_set_exclusions(fmm_plan *plan, long npairs, const int *pairs);
 
 int fmm_get_info(const fmm_plan *plan, fmm_info *info);
 
+/* Frees the plan (NULL: nothing). The plan must not be used or destroyed again afterwards. */
 void fmm_destroy(fmm_plan *plan);
 
 const char *fmm_strerror(int status);
@@ -209,12 +242,15 @@ int fmm_cuda_stage_times(fmm_plan *plan, int reps, double *ms);
 int fmm_direct_cuda(long n, const double *xyz, const double *q, double *phi, double *field, double *ms);
 
 /* O(N^2) direct sum (open boundary), OpenMP-parallel; the reference for tests.
- * Same outputs and conventions as fmm_execute; threads = 0 for the OpenMP default. */
+ * Same outputs and conventions as fmm_execute (scales, FMM_ERR_RANGE, bitwise repeatable; the
+ * virial about the middle of the set, so a set far from the origin keeps its digits);
+ * threads = 0 for the OpenMP default. */
 int fmm_direct(long n, const double *xyz, const double *q, double *phi, double *field,
                double *energy, double *virial, int threads);
 
 /* The direct sum at m selected targets only (indices into the n particles), each against
- * all n sources: phi (m) and field (3m) may be NULL. For error estimates at large n. */
+ * all n sources: phi (m) and field (3m) may be NULL. For error estimates at large n. Scales and
+ * FMM_ERR_RANGE as fmm_direct (the extent is that of all n points). */
 int fmm_direct_targets(long n, const double *xyz, const double *q, long m, const long *targets,
                        double *phi, double *field, int threads);
 
@@ -224,8 +260,9 @@ int fmm_direct_targets(long n, const double *xyz, const double *q, long m, const
  * wrapped into the box. The splitting and cut-offs are chosen so that the truncation error
  * of each sum is below `tolerance` (relative, 1e-3 .. 1e-12). The real-space sum is O(N^2)
  * (minimum image and neighbouring images within the cut-off), the k-space sum O(N K): a
- * reference for tests and --reference, not a production solver. Outputs as fmm_execute;
- * virial W_ab = -dU/d eps_ab (9, row-major). */
+ * reference for tests and --reference, not a production solver. Outputs as fmm_execute (scales
+ * and FMM_ERR_RANGE too; the outputs are bitwise the same for any thread count); virial
+ * W_ab = -dU/d eps_ab (9, row-major). */
 int fmm_ewald(long n, const double *xyz, const double *q, const double box[3], double tolerance,
               double *phi, double *field, double *energy, double *virial, int threads);
 

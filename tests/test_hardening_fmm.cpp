@@ -156,10 +156,10 @@ double rel9(const double *a, const std::vector<double> &b) {
 }
 
 double fmm_virial(const std::vector<double> &xyz, const std::vector<double> &q, const double *box,
-                  int periodic, double tol) {
+                  int periodic, double tol, int device = FMM_DEVICE_CPU) {
     fmm_opts o;
     fmm_default_opts(&o);
-    o.tolerance = tol, o.periodic = periodic;
+    o.tolerance = tol, o.periodic = periodic, o.device = device;
     fmm_plan *p = nullptr;
     double W[9] = {0};
     EXPECT_EQ(fmm_makeplan(&o, box, &p), FMM_OK);
@@ -276,7 +276,7 @@ double rel_vec(const double *a, const double *b, size_t n, double shift) {
 // where an asked-for output leaves double's range, say FMM_ERR_RANGE.
 void check_scaled(const std::vector<double> &xyz, const std::vector<double> &q, double L,
                   int periodic, double ls, std::initializer_list<double> lqs,
-                  std::initializer_list<Ask> asks) {
+                  std::initializer_list<Ask> asks, int device = FMM_DEVICE_CPU) {
     const double s = std::pow(10.0, ls);
     const long n = (long)q.size();
     std::vector<double> xs(xyz.size());
@@ -287,7 +287,7 @@ void check_scaled(const std::vector<double> &xyz, const std::vector<double> &q, 
     ASSERT_EQ(rc, FMM_OK);
     fmm_opts o;
     fmm_default_opts(&o);
-    o.tolerance = 1e-6, o.periodic = periodic;
+    o.tolerance = 1e-6, o.periodic = periodic, o.device = device;
     fmm_plan *plan = nullptr;
     ASSERT_EQ(fmm_makeplan(&o, periodic ? boxs : nullptr, &plan), FMM_OK);
     ASSERT_EQ(fmm_setpts(plan, n, xs.data()), FMM_OK);
@@ -352,6 +352,23 @@ TEST(ExtremeScales, HugeAndTinyCharges) {
     random_set(g, 300, 1.0, 0.3, xyz, q);
     for (int periodic = 0; periodic <= 1; ++periodic)
         check_scaled(xyz, q, 1.0, periodic, 0.0, {300.0, 200.0, -200.0, -300.0}, {all, phi_field});
+}
+
+// The same on a CUDA plan (skipped without a device): its open root cube is the particles'
+// bounding cube too, and it runs on the scaled copies.
+TEST(GpuHardening, VirialAndExtremeScales) {
+    if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    std::mt19937_64 g(test_seed());
+    std::vector<double> xyz, q;
+    random_set(g, 1500, 1.0, 0.0, xyz, q);
+    const double box[3] = {1e10, 1e10, 1e10};
+    EXPECT_LT(fmm_virial(xyz, q, box, 0, 1e-7, FMM_DEVICE_CUDA), 1e-5) << "open, box 1e10";
+    random_set(g, 800, 1.0, 0.4, xyz, q);
+    for (double ls : {-160.0, -110.0, 150.0, 300.0})
+        check_scaled(xyz, q, 1.0, 0, ls, {0.0, 250.0, -250.0}, {all, no_field}, FMM_DEVICE_CUDA);
+    random_set(g, 300, 1.0, 0.0, xyz, q);
+    for (double ls : {200.0, -120.0})
+        check_scaled(xyz, q, 1.0, 1, ls, {0.0, 200.0}, {all, no_field}, FMM_DEVICE_CUDA);
 }
 
 } // namespace
