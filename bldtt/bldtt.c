@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "bldtt/bldtt_cuda.h"
-#include "core/pow2.h"
+#include "core/maxabs.h"
+#include "core/scale.h"
 #include "bldtt/bldtt_internal.h"
 #include "bldtt/kernels.h"
 
@@ -162,32 +163,35 @@ static int check_opts(const bldtt_opts *o) {
 
 /* ---- scales ------------------------------------------------------------------------------ */
 
-/* The sums are computed in units where the coordinates lie in (-1, 1) and the weights in
- * (-1, 1): coordinates divided by L = 2^elen, the power of two above the largest |coordinate|
- * (for the regularised and multiquadric kernels, above the parameter too if it is larger), and
- * weights by a power of two likewise. A power of two changes no digit, so results in the
- * normal range are bitwise those of the unscaled sum; but 1/r, r^2 + p^2 and their gradients no
- * longer leave the double range when the coordinates are near 1e-300 or 1e300. Every kernel is
- * homogeneous under the matching change of its parameter, G_p(L r) = L^m G_{p'}(r) (m = +1
- * for the multiquadric, -1 for the others; p' = p L for Yukawa and sinc, p / L for the
- * regularised and multiquadric kernels), so the outputs are scaled back exactly: phi by
- * 2^(eq + m elen), grad by 2^(eq + (m - 1) elen). */
+/* The sums are computed in normalised units (core/scale.h): coordinates divided by L = 2^elen
+ * with elen = fmm_scale_exponent of the largest |coordinate| (for the regularised and
+ * multiquadric kernels, of the parameter if it is larger, so that r^2 + p^2 stays in range),
+ * and weights by 2^eq likewise. A power of two changes no digit, so the results are those of
+ * the unscaled sum wherever that stays in the double range; but 1/r^3, r^2 + p^2 and the like
+ * no longer leave it for coordinates near 1e-300 or 1e300. Every kernel is homogeneous under the
+ * matching change of its parameter, G_p(L r) = L^m G_p'(r) (m = +1 for the multiquadric, -1 for
+ * the others; p' = p L for Yukawa and sinc, p / L for the regularised and multiquadric
+ * kernels), so the outputs are scaled back exactly: phi by 2^(eq + m elen), grad by
+ * 2^(eq + (m - 1) elen). */
 
 static int kernel_degree(int k) {
     return k == BLDTT_MULTIQUADRIC ? 1 : -1;
 }
 
 /* elen and the parameter in those units for points whose largest |coordinate| is amax.
- * FMM_ERR_PARAM where the scaled sinc wavenumber leaves [2^-960, 2^1020]: p r would be
+ * FMM_ERR_PARAM where the sinc wavenumber times amax leaves [2^-960, 2^1018): p r would be
  * subnormal or overflow at some distances of the set (docs/bldtt.md, "Scales"). */
 static int scale_lengths(int k, double p, double amax, int *elen, double *ps) {
     int len_param = k == BLDTT_REGULARIZED || k == BLDTT_MULTIQUADRIC;
-    int e = fmm_pow2_exponent(len_param && p > amax ? p : amax);
+    int e = fmm_scale_exponent(len_param && p > amax ? p : amax);
     *elen = e;
     *ps = k == BLDTT_COULOMB ? 0 : ldexp(p, len_param ? -e : e);
     /* Yukawa: above DBL_MAX exp(-p r) is 0 at every nonzero distance, as it is at DBL_MAX */
     if (k == BLDTT_YUKAWA && *ps > DBL_MAX) *ps = DBL_MAX;
-    if (k == BLDTT_SINC && !(*ps >= 0x1p-960 && *ps <= 0x1p1020)) return FMM_ERR_PARAM;
+    if (k == BLDTT_SINC && amax > 0) {
+        int pa = ilogb(p) + ilogb(amax); /* p amax in [2^pa, 2^(pa + 2)) */
+        if (pa < -960 || pa > 1017) return FMM_ERR_PARAM;
+    }
     return FMM_OK;
 }
 
@@ -407,19 +411,6 @@ static int build_lists(bldtt_plan *p) {
 
 /* ---- setpts ------------------------------------------------------------------------------ */
 
-/* FMM_ERR_NONFINITE for a NaN/Inf coordinate; *amax = max(*amax, largest |coordinate|) */
-static int check_coords(long n, const double *xyz, double *amax) {
-    int bad = 0;
-    double m = *amax;
-#pragma omp parallel for reduction(| : bad) reduction(max : m)
-    for (long i = 0; i < 3 * n; ++i) {
-        bad |= !isfinite(xyz[i]);
-        m = fabs(xyz[i]) > m ? fabs(xyz[i]) : m;
-    }
-    *amax = m;
-    return bad ? FMM_ERR_NONFINITE : FMM_OK;
-}
-
 int bldtt_setpts(bldtt_plan *plan, long ns, const double *sources, long nt, const double *targets) {
     if (!plan || !sources) return FMM_ERR_ARG;
     if (ns < 1 || (targets && nt < 1)) return FMM_ERR_NPTS;
@@ -430,8 +421,8 @@ int bldtt_setpts(bldtt_plan *plan, long ns, const double *sources, long nt, cons
     double amax = 0;
     int elen = 0;
     double prm = 0;
-    int rc = check_coords(ns, sources, &amax);
-    if (!rc && targets) rc = check_coords(nt, targets, &amax);
+    int rc = fmm_check_max_abs(3 * ns, sources, &amax, 0);
+    if (!rc && targets) rc = fmm_check_max_abs(3 * nt, targets, &amax, 0);
     if (!rc) rc = scale_lengths(plan->o.kernel, plan->o.param, amax, &elen, &prm);
     if (rc) goto out;
     /* build into a scratch plan so that a failure leaves the old geometry intact */
@@ -725,12 +716,13 @@ int bldtt_execute(bldtt_plan *p, const double *q, double *phi, double *grad) {
     double *qs = malloc(sizeof(double) * ns);
     double *out = malloc(sizeof(double) * nt * (grad ? 4 : 1));
     if (!qs || !out) rc = FMM_ERR_NOMEM;
-    int eq = 0;
-    if (!rc) rc = fmm_pow2_check_max(ns, q, &eq, 0);
+    double qmax = 0;
+    if (!rc) rc = fmm_check_max_abs(ns, q, &qmax, 0);
+    const int eq = fmm_scale_exponent(qmax);
     if (!rc) {
         const double f = ldexp(1.0, -eq);
 #pragma omp parallel for schedule(static)
-        for (long i = 0; i < ns; ++i) qs[i] = fmm_pow2_scale(q[p->src.perm[i]], f, -eq);
+        for (long i = 0; i < ns; ++i) qs[i] = fmm_pow2(q[p->src.perm[i]], f, -eq);
 #ifdef FMM_HAVE_CUDA
         if (p->o.device == FMM_DEVICE_CUDA)
             rc = bt_cuda_execute(p, qs, out, grad != NULL);
@@ -739,8 +731,9 @@ int bldtt_execute(bldtt_plan *p, const double *q, double *phi, double *grad) {
             rc = execute_cpu(p, qs, out, grad != NULL);
     }
     const int m = kernel_degree(p->o.kernel);
-    if (!rc && phi) rc = fmm_pow2_scale_out(nt, out, eq + m * p->elen, 0);
-    if (!rc && grad) rc = fmm_pow2_scale_out(3 * nt, out + nt, eq + (m - 1) * p->elen, 0);
+    if (!rc && phi) rc = fmm_scale_output(nt, out, 0, out, 0, eq + m * p->elen, 0);
+    if (!rc && grad)
+        rc = fmm_scale_output(3 * nt, out + nt, 0, out + nt, 0, eq + (m - 1) * p->elen, 0);
     if (!rc) {
         if (phi) memcpy(phi, out, sizeof(double) * nt);
         if (grad) memcpy(grad, out + nt, sizeof(double) * 3 * nt);
@@ -763,12 +756,15 @@ int bldtt_direct_subset(const bldtt_opts *o, long ns, const double *src, const d
     long ntt = trg ? nt : ns;
     for (long k = 0; k < m; ++k)
         if (idx[k] < 0 || idx[k] >= ntt) return FMM_ERR_ARG;
-    double amax = 0;
-    int eq = 0, elen = 0;
+    double amax = 0, qmax = 0;
+    int elen = 0;
     double prm = 0;
-    if ((rc = check_coords(ns, src, &amax)) || (trg && (rc = check_coords(nt, trg, &amax))))
+    const int th = o->threads;
+    if ((rc = fmm_check_max_abs(3 * ns, src, &amax, th)) ||
+        (trg && (rc = fmm_check_max_abs(3 * nt, trg, &amax, th))))
         return rc;
-    if ((rc = fmm_pow2_check_max(ns, q, &eq, o->threads))) return rc;
+    if ((rc = fmm_check_max_abs(ns, q, &qmax, th))) return rc;
+    const int eq = fmm_scale_exponent(qmax);
     if ((rc = scale_lengths(o->kernel, o->param, amax, &elen, &prm))) return rc;
     if ((rc = check_device(o->device))) return rc;
     /* scaled copies (see "scales" above): sources by coordinate, the weights, and the targets
@@ -781,11 +777,11 @@ int bldtt_direct_subset(const bldtt_opts *o, long ns, const double *src, const d
     const double fl = ldexp(1.0, -elen), fq = ldexp(1.0, -eq);
 #pragma omp parallel for schedule(static)
     for (long j = 0; j < ns; ++j) {
-        for (int a = 0; a < 3; ++a) sd[a][j] = fmm_pow2_scale(src[3 * j + a], fl, -elen);
-        qs[j] = fmm_pow2_scale(q[j], fq, -eq);
+        for (int a = 0; a < 3; ++a) sd[a][j] = fmm_pow2(src[3 * j + a], fl, -elen);
+        qs[j] = fmm_pow2(q[j], fq, -eq);
     }
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < 3 * ntt; ++i) tc[i] = fmm_pow2_scale(tin[i], fl, -elen);
+    for (long i = 0; i < 3 * ntt; ++i) tc[i] = fmm_pow2(tin[i], fl, -elen);
 #ifdef FMM_HAVE_CUDA
     if (o->device == FMM_DEVICE_CUDA)
         rc = bt_cuda_direct(o->kernel, prm, ns, sx, sy, sz, qs, tc, !trg, m, idx, phi, grad);
@@ -809,8 +805,8 @@ int bldtt_direct_subset(const bldtt_opts *o, long ns, const double *src, const d
     }
     free(buf);
     const int deg = kernel_degree(o->kernel);
-    if (!rc && phi) rc = fmm_pow2_scale_out(m, phi, eq + deg * elen, o->threads);
-    if (!rc && grad) rc = fmm_pow2_scale_out(3 * m, grad, eq + (deg - 1) * elen, o->threads);
+    if (!rc && phi) rc = fmm_scale_output(m, phi, 0, phi, 0, eq + deg * elen, th);
+    if (!rc && grad) rc = fmm_scale_output(3 * m, grad, 0, grad, 0, eq + (deg - 1) * elen, th);
     return rc;
 }
 

@@ -73,8 +73,9 @@ void bt_cheb_points(int n, double a, double b, double *s);
 void bt_cheb_weights(int n, double *w);
 /* Lagrange basis values L_k(x), k = 0..n, for the points s and weights w (barycentric form;
  * the Kronecker delta when x is within BT_NODE_HIT of a point, where w_k / (x - s_k) could
- * overflow; the points of a box are far further apart than that on coordinates scaled to
- * |x| < 1, unless the whole box is below the double range's resolution). */
+ * overflow; the points of a box are far further apart than that on the normalised
+ * coordinates, below 2^66 in magnitude, unless the whole box is below the double range's
+ * resolution). */
 #define BT_NODE_HIT 0x1p-1000
 void bt_lagrange(int n, const double *s, const double *w, double x, double *L);
 

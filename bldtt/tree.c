@@ -7,7 +7,7 @@
 
 #include "bldtt/bldtt_internal.h"
 #include "bldtt/kernels.h"
-#include "core/pow2.h"
+#include "core/scale.h"
 
 void bt_cheb_points(int n, double a, double b, double *s) {
     if (n == 0) {
@@ -172,9 +172,8 @@ int bt_tree_build(bt_tree *t, long n, const double *xyz, int elen, int leaf, int
     const double f = ldexp(1.0, -elen);
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; ++i) {
-        double a = fmm_pow2_scale(xyz[3 * i], f, -elen),
-               b = fmm_pow2_scale(xyz[3 * i + 1], f, -elen),
-               c = fmm_pow2_scale(xyz[3 * i + 2], f, -elen);
+        double a = fmm_pow2(xyz[3 * i], f, -elen), b = fmm_pow2(xyz[3 * i + 1], f, -elen),
+               c = fmm_pow2(xyz[3 * i + 2], f, -elen);
         t->x[i] = tx[i] = a, t->y[i] = ty[i] = b, t->z[i] = tz[i] = c, t->perm[i] = tp[i] = i;
         code[i] = 0;
     }

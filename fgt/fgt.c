@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/pow2.h"
+#include "core/maxabs.h"
+#include "core/scale.h"
 #include "core/sort.h"
 #include "fgt/fgt_internal.h"
 #include "fgt/fgt_kernels.h"
@@ -329,7 +330,7 @@ void fgt_destroy(fgt_plan *p) {
 
 /* u = (x - lo) / h on axis a, in the plan's units (fgt_internal.h) */
 static inline double scaled(const fgt_plan *p, double x, int a) {
-    return (fmm_pow2_scale(x, p->fl, -p->elen) - p->lo[a]) / p->hs;
+    return (fmm_pow2(x, p->fl, -p->elen) - p->lo[a]) / p->hs;
 }
 
 /* scale, key, sort one point set; fills u[3] (padded), perm, boxes */
@@ -502,16 +503,16 @@ int fgt_setpts(fgt_plan *plan, long ns, const double *src, long nt, const double
     t.aidx = NULL, t.sq = t.A = t.gs = NULL;
     t.ns = ns, t.nt = nt;
     t.cost = default_cost();
-    /* units of 2^elen >= h and every |coordinate| (fgt_internal.h) */
+    /* units of 2^elen, the scale of the larger of h and every |coordinate| (fgt_internal.h) */
     double amax = plan->h;
     for (int a = a0; a < 3; ++a) amax = fmax(amax, fmax(fabs(lo[a]), fabs(hi[a])));
-    t.elen = fmm_pow2_exponent(amax);
+    t.elen = fmm_scale_exponent(amax);
     t.fl = ldexp(1.0, -t.elen);
-    t.hs = fmm_pow2_scale(plan->h, t.fl, -t.elen);
+    t.hs = fmm_pow2(plan->h, t.fl, -t.elen);
     double ext[3];
     for (int a = 0; a < 3; ++a) {
-        t.lo[a] = fmm_pow2_scale(lo[a], t.fl, -t.elen);
-        ext[a] = (fmm_pow2_scale(hi[a], t.fl, -t.elen) - t.lo[a]) / t.hs;
+        t.lo[a] = fmm_pow2(lo[a], t.fl, -t.elen);
+        ext[a] = (fmm_pow2(hi[a], t.fl, -t.elen) - t.lo[a]) / t.hs;
         if (!isfinite(ext[a])) return FMM_ERR_PARAM; /* h too small for the extent */
     }
     /* box side: the cheapest candidate by the cost model, at least big enough that the
@@ -724,15 +725,16 @@ int fgt_execute(fgt_plan *p, const double *q, double *g) {
     if (!p || !q || !g) return FMM_ERR_ARG;
     if (!p->have_pts) return FMM_ERR_NOPTS;
     const int nth = p->o.threads > 0 ? p->o.threads : omp_get_max_threads();
-    /* weights divided by a power of two near the largest (core/pow2.h), G scaled back at the end:
-     * no overflow inside the sums for weights near 1e308, no subnormal products near 1e-308 */
-    int eq = 0;
-    int rc = fmm_pow2_check_max(p->ns, q, &eq, nth);
+    /* weights divided by a power of two near the largest (core/scale.h), G scaled back at the
+     * end: no overflow inside the sums for weights near 1e308, no subnormal products near 1e-308 */
+    double qmax = 0;
+    int rc = fmm_check_max_abs(p->ns, q, &qmax, nth);
     if (rc) return rc;
+    const int eq = fmm_scale_exponent(qmax);
     const double f = ldexp(1.0, -eq);
     /* the permutations are random accesses over the whole arrays: threads hide their latency */
 #pragma omp parallel for schedule(static) num_threads(nth)
-    for (long i = 0; i < p->ns; ++i) p->sq[i] = fmm_pow2_scale(q[p->sperm[i]], f, -eq);
+    for (long i = 0; i < p->ns; ++i) p->sq[i] = fmm_pow2(q[p->sperm[i]], f, -eq);
     for (long i = p->ns; i < p->ns + 8; ++i) p->sq[i] = 0;
 #ifdef FMM_HAVE_CUDA
     if (p->o.device == FMM_DEVICE_CUDA)
@@ -740,7 +742,7 @@ int fgt_execute(fgt_plan *p, const double *q, double *g) {
     else
 #endif
         rc = execute_cpu(p);
-    if (!rc) rc = fmm_pow2_scale_out(p->nt, p->gs, eq, nth);
+    if (!rc) rc = fmm_scale_output(p->nt, p->gs, 0, p->gs, 0, eq, nth);
     if (rc) return rc;
 #pragma omp parallel for schedule(static) num_threads(nth)
     for (long i = 0; i < p->nt; ++i) g[p->tperm[i]] = p->gs[i];
@@ -755,25 +757,25 @@ int fgt_direct(int dim, double h, long ns, const double *src, const double *q, l
     if (ns < 1 || nt < 1) return FMM_ERR_NPTS;
     if (threads < 0 || threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     int nth = threads > 0 ? threads : omp_get_max_threads();
-    /* the plan's units (fgt_internal.h): coordinates and h divided by 2^elen >= h and every
-     * |coordinate|, weights by a power of two near the largest; then t - s cannot overflow and
-     * (t - s) / h is one correctly rounded division, whatever the scale of h */
-    int ex = 0, et = 0, eq = 0, rc = fmm_pow2_check_max(ns * dim, src, &ex, nth);
-    if (!rc) rc = fmm_pow2_check_max(nt * dim, trg, &et, nth);
-    if (!rc) rc = fmm_pow2_check_max(ns, q, &eq, nth);
+    /* the plan's units (fgt_internal.h): coordinates and h divided by 2^elen, the scale of the
+     * larger of h and every |coordinate|, weights by a power of two near the largest; then t - s
+     * cannot overflow and (t - s) / h is one correctly rounded division, whatever the scale of h */
+    double amax = h, qmax = 0;
+    int rc = fmm_check_max_abs(ns * dim, src, &amax, nth);
+    if (!rc) rc = fmm_check_max_abs(nt * dim, trg, &amax, nth);
+    if (!rc) rc = fmm_check_max_abs(ns, q, &qmax, nth);
     if (rc) return rc;
-    int elen = fmm_pow2_exponent(h);
-    elen = ex > elen ? ex : elen, elen = et > elen ? et : elen;
+    const int elen = fmm_scale_exponent(amax), eq = fmm_scale_exponent(qmax);
     double *buf = malloc(sizeof(double) * (size_t)((ns + nt) * dim + ns));
     if (!buf) return FMM_ERR_NOMEM;
     double *s = buf, *t = s + ns * dim, *qs = t + nt * dim;
-    const double fl = ldexp(1.0, -elen), fq = ldexp(1.0, -eq), hs = fmm_pow2_scale(h, fl, -elen);
+    const double fl = ldexp(1.0, -elen), fq = ldexp(1.0, -eq), hs = fmm_pow2(h, fl, -elen);
 #pragma omp parallel for schedule(static) num_threads(nth)
-    for (long i = 0; i < ns * dim; ++i) s[i] = fmm_pow2_scale(src[i], fl, -elen);
+    for (long i = 0; i < ns * dim; ++i) s[i] = fmm_pow2(src[i], fl, -elen);
 #pragma omp parallel for schedule(static) num_threads(nth)
-    for (long i = 0; i < nt * dim; ++i) t[i] = fmm_pow2_scale(trg[i], fl, -elen);
+    for (long i = 0; i < nt * dim; ++i) t[i] = fmm_pow2(trg[i], fl, -elen);
 #pragma omp parallel for schedule(static) num_threads(nth)
-    for (long i = 0; i < ns; ++i) qs[i] = fmm_pow2_scale(q[i], fq, -eq);
+    for (long i = 0; i < ns; ++i) qs[i] = fmm_pow2(q[i], fq, -eq);
 #pragma omp parallel for schedule(dynamic, 64) num_threads(nth)
     for (long j = 0; j < nt; ++j) {
         double sum = 0;
@@ -788,7 +790,7 @@ int fgt_direct(int dim, double h, long ns, const double *src, const double *q, l
         g[j] = sum;
     }
     free(buf);
-    return fmm_pow2_scale_out(nt, g, eq, nth);
+    return fmm_scale_output(nt, g, 0, g, 0, eq, nth);
 }
 
 #ifndef FMM_HAVE_CUDA

@@ -1,9 +1,9 @@
 /* fgt_internal.h - the FGT plan and what the CPU (fgt.c) and CUDA (fgt_cuda.cu) drivers share.
  *
  * Geometry: coordinates are scaled, u = (x - lo) / h, so the kernel is exp(-|u - v|^2). That
- * is computed as (x 2^-elen - lo) / hs with lo and hs = h 2^-elen in the same units (2^elen at
- * or above both h and the largest |coordinate|, core/pow2.h): x - lo cannot overflow, and h may
- * be as small as the points' own scale, subnormal included.
+ * is computed as (x 2^-elen - lo) / hs with lo and hs = h 2^-elen in the same units (elen the
+ * fmm_scale_exponent of the larger of h and the largest |coordinate|, core/scale.h): x - lo
+ * cannot overflow, and h may be as small as the points' own scale, subnormal included.
  * A d-dimensional problem lives in the LAST d of three axes (the others hold u = b/2, the
  * centre of their single box): the box key is (i0 * n1 + i1) * n2 + i2, so the boxes of one
  * (i0, i1) column are contiguous in key order, and so are their points.
@@ -52,7 +52,7 @@ struct fgt_plan {
     /* geometry */
     long ns, nt;
     int elen;        /* coordinates and h are taken in units of 2^elen */
-    double fl;       /* ldexp(1, -elen), for fmm_pow2_scale */
+    double fl;       /* ldexp(1, -elen), for fmm_pow2 */
     double hs;       /* h in those units (<= 1) */
     double lo[3];    /* lower corner of the points, in those units */
     double b;        /* box side (scaled units) */

@@ -17,19 +17,19 @@
  * Units: whatever the caller's coordinates use; p has the unit of 1/length (Yukawa, sinc) or of
  * length (regularised, multiquadric). No 1/(4 pi eps0) or other prefactor.
  *
- * Scales. The plan and the direct sums compute in normalised units: coordinates divided by a
- * power of two above the largest |coordinate| (for the regularised and multiquadric kernels,
- * above p too when it is larger), p made dimensionless to match, weights divided by a power of
- * two above the largest |q|; phi and grad are scaled back exactly (G_p(L r) = L^m G_p'(r), m =
- * -1, or +1 for the multiquadric). Powers of two change no digit: scaling the coordinates (and
- * p with them) by 2^k scales phi by 2^(m k) and grad by 2^((m-1) k) bitwise, anywhere in the
- * double range. An output that is not representable (a value beyond DBL_MAX, or a nonzero
- * output whose largest value is below DBL_MIN; e.g. the Coulomb gradient of a set 1e-160
- * wide) is FMM_ERR_RANGE rather than Inf, NaN or zeros; ask for phi alone (or grad alone) if
- * the other is in range. Limits: the sinc wavenumber times the largest |coordinate| (both in
- * the normalised units, so to a factor 2) must lie in [2^-960, 2^1020] (FMM_ERR_PARAM); pairs
- * closer than 2^-511 times the largest |coordinate| lose digits in r^2 (subnormal), and below
- * about 2^-537 times it count as coincident (r^2 underflows to 0).
+ * Scales. The plan and the direct sums compute in normalised units: coordinates divided by the
+ * power of two of the largest |coordinate| (for the regularised and multiquadric kernels, of p
+ * when it is larger; none within 2^-64..2^64, core/scale.h), p made dimensionless to match,
+ * weights divided by the power of two of the largest |q|; phi and grad are scaled back exactly
+ * (G_p(L r) = L^m G_p'(r), m = -1, or +1 for the multiquadric). Powers of two change no digit:
+ * scaling the coordinates (and p with them) by 2^k scales phi by 2^(m k) and grad by 2^((m-1) k)
+ * bitwise, anywhere in the double range. An output that is not representable (a value beyond
+ * DBL_MAX, or a nonzero output whose largest value is below DBL_MIN; e.g. the Coulomb gradient of a
+ * set 1e-160 wide) is FMM_ERR_RANGE rather than Inf, NaN or zeros; ask for phi alone (or grad
+ * alone) if the other is in range. Limits: the sinc wavenumber times the largest |coordinate| must
+ * lie in [2^-960, 2^1017] to a factor 4 (FMM_ERR_PARAM: p r would be subnormal or overflow); pairs
+ * closer than about 2^-450 times the largest |coordinate| may lose digits of r^2 (subnormal)
+ * or count as coincident (r^2 underflows to 0).
  *
  * Targets = sources (bldtt_setpts with targets NULL): the self term j == i is left out of
  * phi_i. Note for the multiquadric and the other kernels that are finite at r = 0: the

@@ -18,11 +18,11 @@
  * coordinates themselves implies when the set lies near the origin.
  *
  * Scales. Only (x - y) / h enters, and the plan and fgt_direct compute in units where the
- * coordinates and h are at most 1 (divided by a power of two) and the weights likewise, scaling G
- * back exactly: coordinates and h scaled by the same 2^k give bitwise the same G anywhere in the
- * double range (h subnormal included), and weights scaled by 2^k give G times 2^k bitwise. A G
- * beyond DBL_MAX, or a nonzero G whose largest value is below DBL_MIN, is FMM_ERR_RANGE. An
- * extent beyond DBL_MAX bandwidths is FMM_ERR_PARAM (fgt_setpts).
+ * coordinates and h are at most about 1 (divided by a power of two, unless within 2^-64..2^64)
+ * and the weights likewise, scaling G back exactly: coordinates and h scaled by the same 2^k give
+ * bitwise the same G anywhere in the double range (h subnormal included), and weights scaled by 2^k
+ * give G times 2^k bitwise. A G beyond DBL_MAX, or a nonzero G whose largest value is below
+ * DBL_MIN, is FMM_ERR_RANGE. An extent beyond DBL_MAX bandwidths is FMM_ERR_PARAM (fgt_setpts).
  *
  * Algorithm (Greengard & Strain 1991, on a uniform grid): boxes of side b*h (b chosen by a
  * cost model, about 0.5..2), only non-empty boxes are stored (sorted by box key, so tiny
