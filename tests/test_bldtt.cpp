@@ -885,6 +885,35 @@ TEST(BldttGpu, PlansOfDifferentDegrees) {
     }
 }
 
+// The normalisation happens before the CPU/GPU dispatch: a CUDA plan and the CUDA direct sum
+// on a set scaled by 2^-600 (where the unnormalised gradient overflowed) agree with the CPU to
+// rounding, every kernel (the CPU is checked against the unit scale bitwise above).
+TEST(BldttGpu, ExtremeScalesMatchCpu) {
+    if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    uint64_t seed = test_seed(20);
+    Pts s = make(UNIFORM, 20000, seed);
+    for (double &x : s.xyz) x = std::ldexp(x, -600);
+    for (int k = 0; k < BLDTT_NKERNELS; ++k) {
+        bldtt_opts o = opts(k, 0.7, 5, 200);
+        o.param = std::ldexp(o.param, k == BLDTT_YUKAWA || k == BLDTT_SINC ? 600 : -600);
+        std::vector<double> pc, gc, pg, gg, dc, dg;
+        ASSERT_EQ(run_rc(o, s, false, &pc, k == BLDTT_MULTIQUADRIC ? &gc : nullptr), FMM_OK);
+        ASSERT_EQ(run_rc(o, s, true, &dc, nullptr), FMM_OK);
+        o.device = FMM_DEVICE_CUDA;
+        ASSERT_EQ(run_rc(o, s, false, &pg, k == BLDTT_MULTIQUADRIC ? &gg : nullptr), FMM_OK);
+        ASSERT_EQ(run_rc(o, s, true, &dg, nullptr), FMM_OK);
+        EXPECT_LT(rel_err_scaled(pg, pc), 1e-13) << bldtt_kernel_name(k);
+        EXPECT_LT(rel_err_scaled(dg, dc), 1e-13) << bldtt_kernel_name(k);
+        if (k == BLDTT_MULTIQUADRIC) {
+            EXPECT_LT(rel_err_scaled(gg, gc), 1e-12);
+        }
+        std::vector<double> g3;
+        if (k != BLDTT_MULTIQUADRIC) { // the gradient, about 2^1200, is out of range
+            EXPECT_EQ(run_rc(o, s, false, nullptr, &g3), FMM_ERR_RANGE) << bldtt_kernel_name(k);
+        }
+    }
+}
+
 // CPU and GPU agree in double within rounding (every kernel, both methods, gradient).
 TEST(BldttGpu, MatchesCpu) {
     if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";

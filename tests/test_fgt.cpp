@@ -603,6 +603,38 @@ TEST(FgtGpu, MatchesCpuAndDirect) {
                 }
 }
 
+// The GPU works on the coordinates the host normalised: coordinates and h scaled by 2^-1000
+// or 2^1000 give bitwise the GPU's unit-scale G (boxes of fewer than 8192 sources, so no
+// atomic sums of moments), within the tolerance of the direct sum.
+TEST(FgtGpu, PowerOfTwoScalesBitwise) {
+    if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    std::mt19937_64 rng(test_seed(1400));
+    long n = 3000;
+    std::vector<double> x = points(3, n, CLUSTERED, rng), q = weights(n, true, rng), r(n);
+    auto run = [&](int e, std::vector<double> &g) {
+        std::vector<double> xs = x;
+        for (double &v : xs) v = std::ldexp(v, e);
+        fgt_opts o;
+        fgt_default_opts(&o);
+        o.tolerance = 1e-8, o.device = FMM_DEVICE_CUDA;
+        g.assign(n, kNaN);
+        fgt_plan *p = nullptr;
+        int rc = fgt_makeplan(3, std::ldexp(0.05, e), &o, &p);
+        if (!rc) rc = fgt_setpts(p, n, xs.data(), 0, nullptr);
+        if (!rc) rc = fgt_execute(p, q.data(), g.data());
+        fgt_destroy(p);
+        return rc;
+    };
+    std::vector<double> g1, g;
+    ASSERT_EQ(run(0, g1), FMM_OK);
+    ASSERT_EQ(fgt_direct(3, 0.05, n, x.data(), q.data(), 0, nullptr, r.data(), 0), FMM_OK);
+    EXPECT_LE(max_abs_diff(g1, r), 1e-8 * sum_abs(q));
+    for (int e : {-1000, 1000}) {
+        ASSERT_EQ(run(e, g), FMM_OK) << "2^" << e;
+        EXPECT_TRUE(g == g1) << "2^" << e;
+    }
+}
+
 TEST(FgtGpu, HermiteBenchRuns) {
     if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     double ms = -1;
