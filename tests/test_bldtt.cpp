@@ -616,7 +616,7 @@ bool representable(const std::vector<double> &v) {
 // 2^300: NaN, zeros or 16% errors with FMM_OK.)
 TEST(Bldtt, PowerOfTwoScalesExactOrRangeError) {
     uint64_t seed = test_seed(13);
-    Pts s = make(UNIFORM, 2000, seed);
+    Pts s = make(UNIFORM, 1200, seed);
     for (int k = 0; k < BLDTT_NKERNELS; ++k) {
         bldtt_opts o = opts(k, 0.7, 4, 64);
         const int m = k == BLDTT_MULTIQUADRIC ? 1 : -1;
