@@ -820,15 +820,21 @@ static void periodic_virial(int p, double L, int tinfoil, const double *w, const
 static int periodic_virial_cpu(fmm_plan *P, double *Wout) {
     const octree *t = &P->tree;
     const double *c = t->box[0].c, *xs[3] = {t->x, t->y, t->z};
-    /* sum_i F_i = 0 (Ewald's forces), so sum F_i (x) Y_i may take Y about any point: about the
-       middle g of the charges, not the cell's centre, it keeps its digits where the charges fill
-       a small part of a large cell */
-    double g[3];
+    /* sum_i F_i = 0 (Ewald's forces), so sum F_i (x) Y_i may take Y about any point g. About the
+       cell's centre its terms are |Y| / extent times larger than the sum, and lose as many digits
+       where the charges fill a small part of a large cell: there (more than 2^16 of the
+       charges' extent away) g is their middle. Elsewhere g is the centre, as on the GPU
+       (fmm/fmm_cuda.cu), whose virial then agrees with this one to rounding: with the FMM's
+       truncation error sum_i F_i is not quite 0, and the two choices differ by (sum F) (x) g. */
+    double g[3], off = 0.0, ext = 0.0;
     for (int d = 0; d < 3; ++d) {
         double lo = xs[d][0], hi = xs[d][0];
         for (long i = 1; i < t->n; ++i) lo = fmin(lo, xs[d][i]), hi = fmax(hi, xs[d][i]);
         g[d] = 0.5 * (lo + hi);
+        off = fmax(off, fabs(g[d] - c[d])), ext = fmax(ext, hi - lo);
     }
+    if (!(off > 0x1p16 * ext))
+        for (int d = 0; d < 3; ++d) g[d] = c[d];
     double FY[9] = {0}, D[3] = {0, 0, 0}, S2 = 0;
     for (long i = 0; i < t->n; ++i) {
         const double F[3] = {P->q[i] * P->ex[i], P->q[i] * P->ey[i], P->q[i] * P->ez[i]};
