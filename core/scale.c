@@ -11,10 +11,10 @@ int fmm_scale_output(long n, const void *in, int in_f32, void *out, int out_f32,
     const int nt = threads > 0 ? threads : omp_get_max_threads();
     int bad = 0;
     double amax_in = 0, amax_out = 0;
-#pragma omp parallel for num_threads(nt) if (n > 50000) schedule(static) reduction(|               \
-                                                                                   : bad)          \
-    reduction(max                                                                                  \
-              : amax_in, amax_out)
+    // clang-format off
+#pragma omp parallel for num_threads(nt) if (n > 50000) schedule(static) reduction(| : bad) \
+    reduction(max : amax_in, amax_out)
+    // clang-format on
     for (long i = 0; i < n; ++i) {
         const double x = in_f32 ? ((const float *)in)[i] : ((const double *)in)[i];
         double y = e ? fmm_pow2(x, f, e) : x;

@@ -350,11 +350,10 @@ static int setpts(fmm_plan *P, long n, const void *xyz, int f32) {
            amax = 0;
     int bad = 0;
     const int nt = P->opts.threads > 0 ? P->opts.threads : omp_get_max_threads();
-#pragma omp parallel for num_threads(nt) if (n > 50000) reduction(min                              \
-                                                                  : lo[:3])                        \
-    reduction(max                                                                                  \
-              : hi[:3], amax) reduction(|                                                          \
-                                        : bad)
+    // clang-format off
+#pragma omp parallel for num_threads(nt) if (n > 50000) reduction(min : lo[:3]) \
+    reduction(max : hi[:3], amax) reduction(| : bad)
+    // clang-format on
     for (long i = 0; i < n; ++i)
         for (int d = 0; d < 3; ++d) {
             double v = f32 ? ((const float *)xyz)[3 * i + d] : ((const double *)xyz)[3 * i + d];
