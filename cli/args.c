@@ -230,3 +230,20 @@ int cli_report_coincident(const char *cmd, const char *path, const char *what, l
     free(s);
     return found;
 }
+
+double cli_rel_l2_error(long m, int dim, const long *idx, const double *val, const double *ref) {
+    double big = 0;
+    for (long k = 0; k < m; ++k)
+        for (int d = 0; d < dim; ++d) {
+            const double v = val[dim * (idx ? idx[k] : k) + d], r = ref[dim * k + d];
+            big = fmax(big, fmax(fabs(v), fabs(r)));
+        }
+    if (!(big > 0) || !isfinite(big)) return big > 0 ? NAN : 0.0;
+    double e = 0, s = 0;
+    for (long k = 0; k < m; ++k)
+        for (int d = 0; d < dim; ++d) {
+            const double v = val[dim * (idx ? idx[k] : k) + d] / big, r = ref[dim * k + d] / big;
+            e += (v - r) * (v - r), s += r * r;
+        }
+    return s > 0 ? sqrt(e / s) : sqrt(e) * big;
+}

@@ -138,18 +138,9 @@ int cli_bldtt(int argc, char **argv) {
             free(idx), free(rp), free(rg);
             goto done;
         }
-        double e = 0, s = 0, eg = 0, sg = 0;
-        for (long j = 0; j < k; ++j) {
-            long i = idx[j];
-            e += (phi[i] - rp[j]) * (phi[i] - rp[j]), s += rp[j] * rp[j];
-            if (gradient)
-                for (int d = 0; d < 3; ++d)
-                    eg += (grad[3 * i + d] - rg[3 * j + d]) * (grad[3 * i + d] - rg[3 * j + d]),
-                        sg += rg[3 * j + d] * rg[3 * j + d];
-        }
         printf("reference_targets %ld\nreference_time_s %.6f\n", k, r1 - r0);
-        printf("rel_l2_error %.6e\n", s > 0 ? sqrt(e / s) : sqrt(e));
-        if (gradient) printf("rel_l2_error_gradient %.6e\n", sg > 0 ? sqrt(eg / sg) : sqrt(eg));
+        printf("rel_l2_error %.6e\n", cli_rel_l2_error(k, 1, idx, phi, rp));
+        if (gradient) printf("rel_l2_error_gradient %.6e\n", cli_rel_l2_error(k, 3, idx, grad, rg));
         free(idx), free(rp), free(rg);
     }
     status = 0;

@@ -75,6 +75,12 @@ int cli_out_of_range(const char *cmd, const cli_option *o, double x, const char 
  * existing file at path as it was. 0, or prints "fmm CMD: cannot write 'PATH': REASON" and
  * returns 1. */
 int cli_write_values(const char *cmd, const char *path, long n, const double *a, const double *v);
+/* Relative L2 error of m values of `dim` numbers each against a reference: val[dim * idx[k] + d]
+ * (idx NULL: k) against ref[dim * k + d], i.e. |val - ref| / |ref| (the absolute |val - ref| where
+ * ref is all zero). Both are divided by their largest magnitude first, so that no square
+ * overflows or underflows at any scale of the inputs. */
+double cli_rel_l2_error(long m, int dim, const long *idx, const double *val, const double *ref);
+
 /* Prints "fmm CMD: cannot write 'PATH': " and strerror(errno); returns 1. */
 int cli_write_failed(const char *cmd, const char *path);
 

@@ -195,26 +195,13 @@ int cli_coulomb(int argc, char **argv) {
             goto done;
         }
         if (vacuum) ewald_to_vacuum(n, xyz, q, box[0], rp, rf, &eref, vref);
-        double ep = 0, np = 0, ef = 0, nf = 0;
-        for (long k = 0; k < m; ++k) {
-            long i = idx[k];
-            ep += (phi[i] - rp[k]) * (phi[i] - rp[k]);
-            np += rp[k] * rp[k];
-            for (int d = 0; d < 3; ++d) {
-                ef += (field[3 * i + d] - rf[3 * k + d]) * (field[3 * i + d] - rf[3 * k + d]);
-                nf += rf[3 * k + d] * rf[3 * k + d];
-            }
-        }
         printf("reference_targets %ld\nreference_time_s %.6f\n", m, r1 - r0);
         printf("rel_l2_error_phi %.6e\nrel_rms_error_field %.6e\n",
-               np > 0 ? sqrt(ep / np) : sqrt(ep), nf > 0 ? sqrt(ef / nf) : sqrt(ef));
+               cli_rel_l2_error(m, 1, idx, phi, rp), cli_rel_l2_error(m, 3, idx, field, rf));
         if (m == n) {
             printf("rel_error_energy %.6e\n",
                    eref != 0 ? fabs(energy - eref) / fabs(eref) : fabs(energy));
-            double e = 0, s = 0;
-            for (int k = 0; k < 9; ++k)
-                e += (virial[k] - vref[k]) * (virial[k] - vref[k]), s += vref[k] * vref[k];
-            printf("rel_error_virial %.6e\n", s > 0 ? sqrt(e / s) : sqrt(e));
+            printf("rel_error_virial %.6e\n", cli_rel_l2_error(1, 9, NULL, virial, vref));
         }
         free(idx), free(rp), free(rf);
     }

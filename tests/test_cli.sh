@@ -276,7 +276,7 @@ expect_msg "--tolerance 1e-400 names the option" "--tolerance expects a finite n
     coulomb --in "$good" --tolerance 1e-400
 expect_msg "--order 99 names the range" "--order must be in 1..50, got '99'" coulomb --in "$good" --order 99
 expect_msg "--order 2.5 says an integer" "--order expects an integer in 1..50, got '2.5'" coulomb --in "$good" --order 2.5
-expect_msg "--depth 21 names the range" "--depth must be in 0..20" coulomb --in "$good" --depth 21
+expect_msg "--depth 21 names the range" "--depth must be in -1..20" coulomb --in "$good" --depth 21
 expect_msg "--leaf 5000 names the range" "--leaf must be in 0..4096" coulomb --in "$good" --leaf 5000
 expect_msg "--threads 100000 names the range" "--threads must be in 0..1024, got '100000'" \
     coulomb --in "$good" --threads 100000

@@ -35,6 +35,16 @@ for k in coulomb yukawa regularized sinc multiquadric; do
     else pass "$name (error $e)"; fi
 done
 
+# --reference at an extreme scale: the error is a number, not NaN or 0 from squares that overflow
+awk '/^#/ || NF == 0 { next } { printf "%.17g %.17g %.17g %s\n", $1 * 1e-150, $2 * 1e-150, $3 * 1e-150, $4 }' \
+    "$src" >"$tmp/tiny.txt"
+name="coulomb: --reference on coordinates x 1e-150"
+run bldtt --sources "$tmp/tiny.txt" --degree 6 --leaf 100 --reference
+e=$(value rel_l2_error)
+if [ "$rc" -ne 0 ]; then fail "$name" "exit $rc"
+elif ! is_le "$e" 1e-4 || is_le "$e" 0; then fail "$name" "rel_l2_error '$e'"
+else pass "$name (error $e)"; fi
+
 # separate targets, gradient, BLTC, the output is the direct sum at a target (cross-check one line)
 name="coulomb: --targets, --gradient, --reference"
 run bldtt --sources "$src" --targets "$trg" --gradient --out "$tmp/out.txt" --reference --degree 6 --leaf 100
