@@ -85,11 +85,13 @@ std::vector<int> random_pairs(std::mt19937_64 &g, long n, long npairs) {
     return pairs;
 }
 
+// Open and periodic (with the virial, whose image forces were an `omp critical` sum in the M2L),
+// with exclusions (their energy and virial were OpenMP reductions, as was the energy).
 TEST(Repeatable, SameInputAndThreadsGiveBitwiseTheSameOutputs) {
     std::mt19937_64 g(test_seed());
     for (int periodic = 0; periodic <= 1; ++periodic) {
         std::vector<double> xyz, q;
-        const long n = periodic ? 3000 : 6000;
+        const long n = periodic ? 2000 : 4000;
         random_set(g, n, 2.0, periodic ? 0.0 : 0.3, xyz, q);
         const std::vector<int> pairs = random_pairs(g, n, 200);
         const double box[3] = {2.0, 2.0, 2.0};
@@ -97,7 +99,7 @@ TEST(Repeatable, SameInputAndThreadsGiveBitwiseTheSameOutputs) {
             fmm_opts o;
             fmm_default_opts(&o);
             o.tolerance = 1e-6, o.threads = threads, o.periodic = periodic;
-            expect_repeatable(o, periodic ? box : nullptr, xyz, q, pairs, 12);
+            expect_repeatable(o, periodic ? box : nullptr, xyz, q, pairs, 7);
         }
     }
 }
@@ -113,7 +115,7 @@ TEST(Repeatable, ReferenceSumsGiveBitwiseTheSameOutputs) {
         for (int ewald = 0; ewald <= 1; ++ewald) {
             Out first;
             int differ = 0;
-            for (int r = 0; r < 8; ++r) {
+            for (int r = 0; r < 5; ++r) {
                 Out x;
                 x.phi.resize(n), x.field.resize(3 * n);
                 const int rc = ewald ? fmm_ewald(n, xyz.data(), q.data(), box, 1e-8, x.phi.data(),
