@@ -187,14 +187,20 @@ int fmmExecuteOnDevice(fmm_plan*, const double*, void*, double, double*, void*)
     return FMM_ERR_UNSUPPORTED;
 }
 
-//! Whether the mdp applies an electric field (a nonzero E0 of the electric-field module)
+//! Whether the mdp applies an electric field: a nonzero E0 of the electric-field module, whose
+//! options grompp keeps in applied-forces/electric-field/{x,y,z}
 bool haveElectricField(const t_inputrec& ir)
 {
-    if (ir.params == nullptr || !ir.params->keyExists("electric-field"))
+    if (ir.params == nullptr || !ir.params->keyExists("applied-forces"))
     {
         return false;
     }
-    const KeyValueTreeObject& field = (*ir.params)["electric-field"].asObject();
+    const KeyValueTreeObject& modules = (*ir.params)["applied-forces"].asObject();
+    if (!modules.keyExists("electric-field"))
+    {
+        return false;
+    }
+    const KeyValueTreeObject& field = modules["electric-field"].asObject();
     for (const char* dim : { "x", "y", "z" })
     {
         if (field.keyExists(dim) && field[dim].asObject().keyExists("E0")
