@@ -7,21 +7,24 @@
 # else a copy of its source tree in .gtest/ (the device machine has none: carry it).
 # The GPU test suite: every case of test_gpu, and the device cases of the other test binaries (names
 # with Gpu, Cuda or Device: BldttGpu.*, FgtGpu.*, RbfGpu.*, GpuHardening.*, Makeplan.CudaDevice, ...).
-# First a plain run of the suite (it must pass), then the four tools at once, test_gpu split into
-# SHARDS GoogleTest shards, every run cut off after SANITIZER_TIMEOUT seconds (racecheck takes about a
-# minute per test_gpu case on an H100; a run cut off is reported as such, not as passed). The
+# First a plain run of the suite (it must pass), then one tool after the other, each with test_gpu split
+# into SHARDS GoogleTest shards run at once beside the other binaries (more than about 16 sanitized
+# processes at once exhaust an H100's memory: the tests then fail with FMM_ERR_NOMEM), every run cut off
+# after SANITIZER_TIMEOUT seconds (a run cut off is reported as such, not as passed). Racecheck takes
+# about a minute per test_gpu case on an H100, so on a machine whose calls are limited to 10 minutes
+# run one tool per call (TOOLS=racecheck SKIP_BUILD=1 on the warm machine). The
 # out-of-device-memory test runs without API-error reports: its failing cudaMalloc calls are the point
 # of the test, and the tools would count them as errors.
 #
 # Results: $OUT/gpu_sanitize.txt (one line per tool, binary and shard: exit status, tests passed, the
-# tool's error summary; exit 124 = cut off) and one log per run in $OUT/san_logs/. Exit status: the
-# number of runs that did not pass. Environment: OUT (default /tmp/fmm-sanitize), SHARDS (default 8),
+# tool's error summary; exit 124 = cut off) and one log per run in $OUT/san_logs/ (and san_logs.tgz). Exit status: the
+# number of runs that did not pass. Environment: OUT (default /tmp/fmm-sanitize), SHARDS (default 4),
 # SANITIZER_TIMEOUT (default 900), TOOLS (default "memcheck racecheck initcheck synccheck"), JOBS
 # (build, default nproc), SKIP_BUILD=1 (reuse the build tree).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fmm-sanitize}
-SHARDS=${SHARDS:-8}
+SHARDS=${SHARDS:-4}
 TIMEOUT=${SANITIZER_TIMEOUT:-900}
 TOOLS=${TOOLS:-memcheck racecheck initcheck synccheck}
 JOBS=${JOBS:-$(nproc)}
@@ -84,25 +87,25 @@ san() {
         "${errs:-no summary}"
 }
 
-echo "== $TOOLS, all at once ($(date +%T))" >&2
-tmp=$(mktemp -d)
-pids=()
-k=0
 for tool in $TOOLS; do
+    echo "== $tool ($(date +%T))" >&2
+    tmp=$(mktemp -d)
+    pids=()
+    k=0
     for ((s = 0; s < SHARDS; s++)); do
         san "$tool" test_gpu "$s" "*:-$OOM" > "$tmp/$k" &
         pids+=($!) k=$((k + 1))
     done
-    san "$tool" test_gpu all "$OOM" --report-api-errors no > "$tmp/$k" &
-    pids+=($!) k=$((k + 1))
     for bin in $OTHERS; do
         san "$tool" "$bin" all "$DEVICE_CASES" > "$tmp/$k" &
         pids+=($!) k=$((k + 1))
     done
+    wait "${pids[@]}"
+    san "$tool" test_gpu all "$OOM" --report-api-errors no > "$tmp/$k"
+    cat "$tmp"/* | sort | tee -a "$SUMMARY" >&2
+    rm -rf "$tmp"
 done
-wait "${pids[@]}"
-cat "$tmp"/* | sort | tee -a "$SUMMARY" >&2
-rm -rf "$tmp"
+tar czf "$OUT/san_logs.tgz" -C "$OUT" san_logs # one file: the device machine returns few files
 fails=$(grep -v '^#' "$SUMMARY" | grep -vc ' exit 0 ')
 echo "# $fails run(s) with a non-zero exit status (124: cut off)" >> "$SUMMARY"
 echo "gpu_sanitize.sh: $fails run(s) did not pass; summary in $SUMMARY ($(date +%T))" >&2
