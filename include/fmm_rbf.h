@@ -9,6 +9,11 @@
  * with s(x_i) = f_i for every i and the side condition sum_i lambda_i = 0 (the multiquadric is
  * conditionally negative definite of order 1, so this system has exactly one solution for
  * N >= 2 distinct centres). Units: whatever the caller's coordinates use; c has the same unit.
+ * Any finite scale works the same: the plan stores the centres in units of a power of 2 near
+ * their extent and the values f in units of a power of 2 near max|f| (exact scalings), so
+ * coordinates at 1e-300 or 1e300 give the fit they give at 1 (scaled); a result that double
+ * cannot hold in the caller's units is FMM_ERR_RANGE, never inf, NaN or zeros. A c below
+ * 2^-511 of the extent acts as that (no difference in double).
  *
  * Algorithm (docs/rbf.md, shared/design/digest-rbf-bldtt.md part A.2 with its correction of
  * step 6): for a random order sigma of the centres, the L-set of sigma(m) is the set of the q
@@ -19,6 +24,8 @@
  * once; or CUDA in double precision), BLDTT, or the multiquadric far-field series on a
  * tree (Martin & Haase 2014 / Cherrie, Beatson & Newsam 2002, corrected recurrence of the
  * digest A.4). The constant alpha is shifted every iteration so that max|r| is minimal.
+ * Where the iteration fails (fmm_rbf_opts.dense_max), a dense LU solve of the same system
+ * takes over (rbf/dense.c, docs/rbf.md) and fmm_rbf_result.solver says so.
  * The iteration stops when max_i |r_i| <= tolerance * max_i |f_i|, where r_i = f_i - s(x_i);
  * on convergence the residual is recomputed from scratch with one fresh mat-vec and the
  * iteration continues if that exceeds the tolerance (so drift of the recurrence cannot end it
@@ -38,6 +45,22 @@
  *
  * Library code never prints, exits or aborts: every failure is a status code of enum
  * fmm_status (fmm.h). A failed call leaves the plan as it was before the call.
+ *
+ * What a caller must not do (undefined behaviour, not checked): use a plan after
+ * fmm_rbf_destroy, or destroy it twice (fmm_rbf_destroy(NULL) does nothing); call functions on
+ * one plan from two threads at once: a fit, an evaluation and a mat-vec write the plan's
+ * buffers (the series mat-vec's weights and moments, the BLDTT and GPU buffers, the dense
+ * fallback's factors, made on first use). Different plans may be used from different threads
+ * at once (the library keeps no global state), each with its own OpenMP threads.
+ *
+ * Repeatability: on the CPU the same input, options and thread count give bitwise the same
+ * outputs (fit, evaluation, mat-vec, mean spacing, deformation): every sum over threads adds
+ * per-thread parts in thread order (core/reduce.h), and no work that feeds a sum is handed out
+ * in arrival order. Another thread count rounds differently (and may take another number of
+ * iterations). On the GPU the direct mat-vec sums each target in a fixed order (no atomics,
+ * rbf/rbf_cuda.cu), and the rest of the fit runs on the CPU as above: repeated fits on the same
+ * device agree bitwise (RbfRepeat.BitwiseForTheSameThreadCount checks it where a GPU is
+ * present); with the BLDTT mat-vec on the GPU, what fmm_bldtt.h says of BLDTT holds.
  */
 #ifndef FMM_RBF_H
 #define FMM_RBF_H
@@ -133,27 +156,35 @@ void fmm_rbf_default_opts(fmm_rbf_opts *opts);
 int fmm_rbf_makeplan(const fmm_rbf_opts *opts, fmm_rbf_plan **plan);
 
 /* The centres: n interleaved coordinates (copied). FMM_ERR_NPTS (n < 2), FMM_ERR_NONFINITE,
- * FMM_ERR_COINCIDENT (two equal centres), FMM_ERR_NOMEM, FMM_ERR_NOCONVERGE (more than half
- * of the local systems numerically singular: c far too large for the spacing, or centres nearly
- * coincident for this c; fewer are skipped). Builds the k-d trees, the L-sets and their local
- * cardinal functions; O(N q^3). */
+ * FMM_ERR_COINCIDENT (two equal centres, or two too close to tell apart in double relative to
+ * the set's extent), FMM_ERR_NOMEM, FMM_ERR_NOCONVERGE (c so large against the extent that
+ * every kernel value is the same in double; or more than half of the local systems numerically
+ * singular, c far too large for the spacing or centres nearly coincident for this c, with more
+ * than dense_max centres: up to dense_max the fit then goes to the dense solve directly; fewer
+ * are skipped). Builds the k-d trees, the L-sets and their local cardinal functions; O(N q^3). */
 int fmm_rbf_setpts(fmm_rbf_plan *plan, long n, const double *xyz);
 
 /* Fit: f (n values at the centres, setpts order) -> lambda (n), alpha. result may be NULL.
  * FMM_ERR_NOPTS before setpts, FMM_ERR_NONFINITE for NaN/Inf in f, FMM_ERR_NOCONVERGE after
- * max_iter iterations or on a breakdown (then lambda, alpha hold the last iterate and result
- * its residual). */
+ * max_iter iterations or on a breakdown, where the dense fallback is off (n > dense_max) or
+ * does not reach the tolerance either (then lambda, alpha hold the iterate with the smaller
+ * residual and result that residual), FMM_ERR_NOMEM (also for the dense fallback's matrix),
+ * FMM_ERR_RANGE where lambda in the caller's units leaves double's range (coordinates far
+ * larger or smaller than the values f allow: lambda ~ f / extent). */
 int fmm_rbf_execute(fmm_rbf_plan *plan, const double *f, double *lambda, double *alpha,
                     fmm_rbf_result *result);
 
 /* s(y_k) = sum_i lambda_i sqrt(|y_k - x_i|^2 + c^2) + alpha at m points (interleaved xyz),
  * by the plan's mat-vec method (direct on CPU/GPU, or the series with the plan's accuracy).
- * m = 0 is allowed. FMM_ERR_NONFINITE for NaN/Inf in lambda, alpha or the points. */
+ * m = 0 is allowed. FMM_ERR_NONFINITE for NaN/Inf in lambda, alpha or the points,
+ * FMM_ERR_RANGE where an s overflows (or a point lies beyond double's range in the plan's
+ * units: more than ~1e308 extents of the centres away). */
 int fmm_rbf_eval(fmm_rbf_plan *plan, const double *lambda, double alpha, long m,
                  const double *xyz, double *s);
 
 /* One mat-vec at the centres, out_i = sum_j w_j sqrt(|x_i - x_j|^2 + c^2), by the plan's
- * method (for benchmarks). ms (may be NULL) receives its wall time in milliseconds. */
+ * method (for benchmarks). ms (may be NULL) receives its wall time in milliseconds.
+ * FMM_ERR_RANGE where an out_i overflows. */
 int fmm_rbf_matvec(fmm_rbf_plan *plan, const double *w, double *out, double *ms);
 
 /* The method the plan picked (enum fmm_rbf_matvec) and the L-set size; after setpts. */

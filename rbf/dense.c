@@ -1,13 +1,22 @@
 /* The dense fallback of the RBF fit (rbf/rbf.c): the saddle-point system
- *     [Phi 1; 1^T 0] [lambda; alpha] = [f; 0]
- * of order N = n + 1, factored by LU with partial pivoting, solved, and refined against the exact
- * direct mat-vec until the residual meets the tolerance (the result is checked, never assumed).
+ *     A [lambda; alpha] = [Phi 1; 1^T 0] [lambda; alpha] = [f; 0]
+ * of order N = n + 1, factored by LU with partial pivoting, solved, and refined against a
+ * residual summed in long double until max|r| meets the tolerance (the result is checked,
+ * never assumed; the best iterate is kept).
  *
  * Why LU of the whole system: where the FGP iteration fails (a cluster far tighter than c, the
  * local systems singular), the reduced matrix -Z^T Phi Z that the local solves factor by Cholesky
  * (rbf/local.c) is positive definite only in exact arithmetic: computed in double, its Cholesky
- * factorisation met a non-positive pivot on the systems of RbfDense.FitWhereFgpFails, while LU with
- * partial pivoting, backward stable whatever the conditioning, solved them to 1e-9 or better.
+ * factorisation met a non-positive pivot on the clustered sets of RbfDense.FitWhereFgpFails,
+ * while LU with partial pivoting, backward stable whatever the conditioning, solved them. The
+ * multipliers are quotients, not products with the pivot's reciprocal: on three 1500-centre sets
+ * where the reciprocal's extra rounding left residuals of 1.2-2.9e-8, quotients gave 0.8-5.8e-9.
+ *
+ * Why GMRES for the refinement: these systems have cond(A) u near 1 or above, where plain
+ * refinement x += M^-1 r (M the LU factors) made the residual grow (2e-8 to 4e-8 after one step
+ * on a 1500-centre set of RbfDense.FitWhereFgpFails' kind); flexible GMRES on A M^-1, with A's
+ * products in long double, minimises the residual over its Krylov space and took the same set
+ * to 2.6e-9 in one step (Carson & Higham's GMRES-based refinement).
  *
  * The factorisation is blocked and right-looking: a panel of RBF_LU_PANEL columns is factored
  * column by column (pivot search, row swap across the whole row, the panel's columns updated),
@@ -27,8 +36,8 @@
 #define RBF_LU_CTILE                                                                               \
     256 /* columns per tile of the trailing update: the panel's rows of U over                     \
            these stay in L2 (128 KiB) while the rows stream past */
-/* refinement steps after the first solve; each takes one direct mat-vec */
-#define RBF_DENSE_STEPS 4
+/* refinement steps after the first solve, each one GMRES correction (below) */
+#define RBF_DENSE_STEPS 3
 
 struct rbf_dense {
     long N, ld; /* order n + 1, row length (padded) */
@@ -81,12 +90,12 @@ static int lu_factor(rbf_dense *d, int threads) {
                     const double t = a[j * ld + c];
                     a[j * ld + c] = a[p * ld + c], a[p * ld + c] = t;
                 }
-            const double inv = 1 / a[j * ld + j];
+            const double piv = a[j * ld + j];
             const double *rj = a + j * ld;
 #pragma omp parallel for schedule(static) num_threads(threads) if (N - j > 256)
             for (long i = j + 1; i < N; ++i) {
                 double *ri = a + i * ld;
-                const double l = ri[j] *= inv;
+                const double l = ri[j] /= piv;
                 for (long c = j + 1; c < k1; ++c) ri[c] -= l * rj[c];
             }
         }
@@ -178,89 +187,128 @@ static int dense_build(const fmm_rbf_plan *p, rbf_dense **out) {
     return 0;
 }
 
-/* r_k = f_k - Phi lambda_k - a_k for the na sides act[]: the kernel values in double, as every
- * mat-vec of the library computes them, their products with lambda summed in long double. The
- * rounding of a double sum, some u sum_j |lambda_j phi_ij| (1e-8 max|f| where sum |lambda| is
- * 1e8 max|f|, as on the clustered sets of RbfDense.FitWhereFgpFails), would hide the residual
- * that the refinement is to remove; x87's 64-bit significand takes it 2^11 lower (on machines
- * where long double is double the refinement gains less, and the check is still true to the
- * sum's precision). */
-static void residuals(const fmm_rbf_plan *p, int na, const int *act, double *buf, long side,
-                      const double *f, const double *a) {
+/* out = b - A z (b NULL: out = A z) for the saddle-point matrix A (order n + 1): the kernel
+ * values in double, as every mat-vec of the library computes them, their products summed in
+ * long double. In double the rounding of such a sum, some u sum_j |lambda_j phi_ij|, is of the
+ * tolerance's order where the fallback is needed (sum |lambda| ~ 1e8 - 1e9 max|f| on the
+ * clustered sets of RbfDense.FitWhereFgpFails) and would hide the residual that the
+ * refinement is to remove; x87's 64-bit significand puts it 2^11 lower (where long double is
+ * double the refinement gains less, and the check is still true to the sum's precision). */
+static void matvec_ld(const fmm_rbf_plan *p, const double *b, const double *z, double *out) {
     const long n = p->n;
 #pragma omp parallel for schedule(static) num_threads(p->threads)
-    for (long i = 0; i < n; ++i) {
-        long double acc[RBF_MAXW] = {0};
-        for (long j = 0; j < n; ++j) {
-            const double dx = p->x[i] - p->x[j], dy = p->y[i] - p->y[j], dz = p->z[i] - p->z[j];
-            const double phi = sqrt(dx * dx + dy * dy + dz * dz + p->c2);
-            for (int q = 0; q < na; ++q) acc[q] += (long double)buf[act[q] * side + j] * phi;
+    for (long i = 0; i <= n; ++i) {
+        long double acc = 0;
+        if (i == n)
+            for (long j = 0; j < n; ++j) acc += z[j];
+        else {
+            for (long j = 0; j < n; ++j) {
+                const double dx = p->x[i] - p->x[j], dy = p->y[i] - p->y[j], dz = p->z[i] - p->z[j];
+                acc += (long double)z[j] * sqrt(dx * dx + dy * dy + dz * dz + p->c2);
+            }
+            acc += z[n];
         }
-        for (int q = 0; q < na; ++q)
-            buf[act[q] * side + n + i] =
-                (double)(((long double)f[act[q] * n + i] - a[act[q]]) - acc[q]);
+        out[i] = b ? (double)((long double)b[i] - acc) : (double)acc;
     }
+}
+
+/* Flexible GMRES, RBF_GMRES_M steps, on A M^-1 y = r (M = the LU factors), y from 0: the
+   correction d = Z y with z_k = M^-1 v_k as applied (M^-1 in floating point is far from linear
+   on these systems, so d is built from the same z_k as the Arnoldi relation A Z = V H). d
+   minimises |r - A d| over the space, so where M^-1 alone is too inaccurate to refine with
+   (cond(A) u near 1 or above), the residual still falls. work: (2 RBF_GMRES_M + 2) N. */
+#define RBF_GMRES_M 20
+static void gmres(const fmm_rbf_plan *p, const double *r, double *d, double *work) {
+    const long N = p->n + 1;
+    double *V = work, *Z = V + (long)(RBF_GMRES_M + 1) * N, *w = Z + (long)RBF_GMRES_M * N;
+    double H[RBF_GMRES_M + 1][RBF_GMRES_M], cs[RBF_GMRES_M], sn[RBF_GMRES_M],
+        g[RBF_GMRES_M + 1] = {0}, y[RBF_GMRES_M];
+    double beta = 0;
+    for (long i = 0; i < N; ++i) beta += r[i] * r[i];
+    beta = sqrt(beta);
+    memset(d, 0, sizeof(double) * N);
+    if (!(beta > 0) || !isfinite(beta)) return;
+    for (long i = 0; i < N; ++i) V[i] = r[i] / beta;
+    g[0] = beta;
+    int m = 0;
+    for (int j = 0; j < RBF_GMRES_M; ++j) {
+        double *z = Z + j * N;
+        memcpy(z, V + j * N, sizeof(double) * N);
+        lu_solve(p->dense, z);
+        matvec_ld(p, NULL, z, w);
+        for (int k = 0; k <= j; ++k) { /* modified Gram-Schmidt */
+            double h = 0;
+            for (long i = 0; i < N; ++i) h += w[i] * V[k * N + i];
+            H[k][j] = h;
+            for (long i = 0; i < N; ++i) w[i] -= h * V[k * N + i];
+        }
+        double h = 0;
+        for (long i = 0; i < N; ++i) h += w[i] * w[i];
+        H[j + 1][j] = h = sqrt(h);
+        for (int k = 0; k < j; ++k) { /* the earlier rotations, then this column's */
+            const double t = cs[k] * H[k][j] + sn[k] * H[k + 1][j];
+            H[k + 1][j] = -sn[k] * H[k][j] + cs[k] * H[k + 1][j], H[k][j] = t;
+        }
+        const double rr = hypot(H[j][j], H[j + 1][j]);
+        if (!(rr > 0) || !isfinite(rr)) break;
+        cs[j] = H[j][j] / rr, sn[j] = H[j + 1][j] / rr;
+        H[j][j] = rr, H[j + 1][j] = 0;
+        g[j + 1] = -sn[j] * g[j], g[j] *= cs[j];
+        m = j + 1;
+        /* the residual estimate |g[j+1]| down by 1e-10: further steps gain less than the long
+           double residual shows */
+        if (!(h > 0) || fabs(g[j + 1]) <= 1e-10 * beta) break;
+        for (long i = 0; i < N; ++i) V[(j + 1) * N + i] = w[i] / h;
+    }
+    for (int k = m - 1; k >= 0; --k) {
+        double t = g[k];
+        for (int l = k + 1; l < m; ++l) t -= H[k][l] * y[l];
+        y[k] = t / H[k][k];
+    }
+    for (int k = 0; k < m; ++k)
+        for (long i = 0; i < N; ++i) d[i] += y[k] * Z[k * N + i];
 }
 
 int rbf_dense_fit(fmm_rbf_plan *p, int nw, const double *f, const double *thr, double *lambda,
                   double *alpha, double *rmax) {
-    const long n = p->n, N = n + 1, side = 3 * n + N;
+    const long n = p->n, N = n + 1;
     if (!p->dense) {
         int rc = dense_build(p, &p->dense);
         if (rc) return rc;
     }
-    /* per side: the iterate lambda, its residual r, the best iterate so far, the solve's b */
-    double *buf = malloc(sizeof(double) * nw * side);
+    /* x = [lambda; alpha], b = [f; 0], the residual r, the correction d, GMRES's vectors */
+    double *buf = malloc(sizeof(double) * N * (4 + 2 * RBF_GMRES_M + 2));
     if (!buf) return FMM_ERR_NOMEM;
-    double a[RBF_MAXW], best[RBF_MAXW], besta[RBF_MAXW];
-    int act[RBF_MAXW], na = nw, rc = 0;
+    double *x = buf, *b = x + N, *r = b + N, *d = r + N, *work = d + N;
+    int rc = 0;
     for (int k = 0; k < nw; ++k) {
-        double *lam = buf + k * side, *r = lam + n;
-        memset(lam, 0, sizeof(double) * n);
-        memcpy(r, f + k * n, sizeof(double) * n);
-        a[k] = 0, best[k] = INFINITY, besta[k] = 0, act[k] = k;
-    }
-    for (int step = 0; step <= RBF_DENSE_STEPS && na > 0; ++step) {
-        /* each active side: solve for the correction of its residual (and of sum lambda = 0) */
-        for (int q = 0; q < na; ++q) {
-            const int k = act[q];
-            double *lam = buf + k * side, *r = lam + n, *b = r + 2 * n, sl = 0;
-            for (long i = 0; i < n; ++i) sl += lam[i];
-            memcpy(b, r, sizeof(double) * n);
-            b[n] = -sl;
-            lu_solve(p->dense, b);
-            for (long i = 0; i < n; ++i) lam[i] += b[i];
-            a[k] += b[n];
-        }
-        residuals(p, na, act, buf, side, f, a);
-        int nn = 0;
-        for (int q = 0; q < na; ++q) {
-            const int k = act[q];
-            double *lam = buf + k * side, *r = lam + n, *lb = r + n, lo = INFINITY, hi = -INFINITY,
-                   m = 0;
+        memcpy(b, f + k * n, sizeof(double) * n);
+        b[n] = 0;
+        memcpy(x, b, sizeof(double) * N);
+        lu_solve(p->dense, x);
+        rmax[k] = INFINITY;
+        /* refine while the residual is above the tolerance and falls: each step one GMRES
+           correction from the residual in long double */
+        for (int step = 0; step <= RBF_DENSE_STEPS; ++step) {
+            matvec_ld(p, b, x, r);
+            double lo = INFINITY, hi = -INFINITY, m = 0;
             for (long i = 0; i < n; ++i) lo = r[i] < lo ? r[i] : lo, hi = r[i] > hi ? r[i] : hi;
             /* alpha shifted so that max|r| is least, as in the FGP iteration */
             const double om = 0.5 * (lo + hi);
-            a[k] += om;
+            x[n] += om;
             for (long i = 0; i < n; ++i) {
                 r[i] -= om;
                 m = fabs(r[i]) > m ? fabs(r[i]) : m;
             }
-            const int better = m < best[k]; /* false for NaN */
-            if (better) {
-                best[k] = m, besta[k] = a[k];
-                memcpy(lb, lam, sizeof(double) * n);
-            }
-            /* refine while the residual is above the tolerance and still falls */
-            if (better && m > thr[k]) act[nn++] = k;
+            if (!(m < rmax[k])) break; /* no better (or NaN): keep the best */
+            rmax[k] = m;
+            memcpy(lambda + k * n, x, sizeof(double) * n);
+            alpha[k] = x[n];
+            if (m <= thr[k] || step == RBF_DENSE_STEPS) break;
+            gmres(p, r, d, work);
+            for (long i = 0; i < N; ++i) x[i] += d[i];
         }
-        na = nn;
-    }
-    for (int k = 0; k < nw; ++k) {
-        const double *lb = buf + k * side + 2 * n;
-        if (isfinite(best[k])) memcpy(lambda + k * n, lb, sizeof(double) * n), alpha[k] = besta[k];
-        rmax[k] = best[k];
-        if (!(best[k] <= thr[k])) rc = FMM_ERR_NOCONVERGE;
+        if (!(rmax[k] <= thr[k])) rc = FMM_ERR_NOCONVERGE;
     }
     free(buf);
     return rc;
