@@ -101,6 +101,10 @@ refused coulombtype "needs coulombtype = Cut-off" 's/^coulombtype .*/coulombtype
 refused pbc_xy "needs pbc = xyz" 's/^pbc .*/pbc = xy/'
 refused walls "does not support walls" 's/^pbc .*/pbc = xy/' \
     "$(printf 'nwall = 2\nwall-atomtype = opls_116 opls_116\nwall-type = 9-3\nwall-density = 100 100')"
+$GMX -quiet editconf -f "$S/water_3k.gro" -o rect.gro -box 3.1052 3.1052 3.2 > /dev/null 2>&1
+expect rectangular "needs a cubic box" grompp "$MDP" rect.gro
+$GMX -quiet editconf -f "$S/water_3k.gro" -o tric.gro -bt triclinic -box 3.1052 3.1052 3.1052 -angles 90 90 80 > /dev/null 2>&1
+expect triclinic "does not support triclinic boxes" grompp "$MDP" tric.gro
 refused semiisotropic "only isotropic pressure coupling" '' \
     "$(printf 'pcoupl = c-rescale\npcoupltype = semiisotropic\ntau-p = 5\nref-p = 1 1\ncompressibility = 4.5e-5 4.5e-5')"
 refused anisotropic "only isotropic pressure coupling" '' \
