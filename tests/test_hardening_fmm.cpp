@@ -356,6 +356,39 @@ TEST(ExtremeScales, HugeAndTinyCharges) {
         check_scaled(xyz, q, 1.0, periodic, 0.0, {300.0, 200.0, -200.0, -300.0}, {all, phi_field});
 }
 
+// The float entry points: coordinates of 2^100 (within float's range) give phi x 2^-100 and
+// the energy, while the field (2^-200) is below float's smallest normal number: FMM_ERR_RANGE
+// where it is asked for (its float rounding would have been 0).
+TEST(ExtremeScales, FloatEntryPoints) {
+    std::mt19937_64 g(test_seed());
+    std::vector<double> xyz, q;
+    random_set(g, 500, 1.0, 0.2, xyz, q);
+    const long n = (long)q.size();
+    std::vector<float> xf(3 * n), qf(n), phi(n), field(3 * n);
+    for (long i = 0; i < 3 * n; ++i) xf[i] = std::ldexp((float)xyz[i], 100);
+    for (long i = 0; i < n; ++i) qf[i] = (float)q[i];
+    std::vector<double> xd(3 * n), qd(qf.begin(), qf.end()), ref(n);
+    for (long i = 0; i < 3 * n; ++i) xd[i] = std::ldexp((double)xf[i], -100);
+    double eref;
+    ASSERT_EQ(fmm_direct(n, xd.data(), qd.data(), ref.data(), nullptr, &eref, nullptr, 0), FMM_OK);
+    fmm_opts o;
+    fmm_default_opts(&o);
+    fmm_plan *p = nullptr;
+    ASSERT_EQ(fmm_makeplan(&o, nullptr, &p), FMM_OK);
+    ASSERT_EQ(fmm_setptsf(p, n, xf.data()), FMM_OK);
+    double e = 0;
+    ASSERT_EQ(fmm_executef(p, qf.data(), phi.data(), nullptr, &e, nullptr), FMM_OK);
+    double err = 0, nrm = 0;
+    for (long i = 0; i < n; ++i) {
+        const double v = std::ldexp((double)phi[i], 100);
+        err += (v - ref[i]) * (v - ref[i]), nrm += ref[i] * ref[i];
+    }
+    EXPECT_LT(std::sqrt(err / nrm), 1e-5);
+    EXPECT_NEAR(std::ldexp(e, 100), eref, 1e-5 * std::fabs(eref));
+    EXPECT_EQ(fmm_executef(p, qf.data(), phi.data(), field.data(), &e, nullptr), FMM_ERR_RANGE);
+    fmm_destroy(p);
+}
+
 // The same on a CUDA plan (skipped without a device): its open root cube is the particles'
 // bounding cube too, and it runs on the scaled copies.
 TEST(GpuHardening, VirialAndExtremeScales) {
