@@ -56,12 +56,14 @@ run_fsize() {
 nlines() { awk 'END { print NR }' "$1"; }
 # value of the stdout line "KEY value"
 value() { awk -v k="$1" '$1 == k { print $2; exit }' "$tmp/stdout"; }
+# is_num A: A is a finite decimal number (mawk compares "nan" and "inf" as true against anything)
+is_num() { [[ $1 =~ ^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]]; }
 # is_le A B: A is a number <= B
-is_le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 == a && a <= b) }'; }
+is_le() { is_num "$1" && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
 # is_close A B RTOL [ATOL]: |A - B| <= RTOL |B| + ATOL
 is_close() {
-    awk -v a="$1" -v b="$2" -v r="$3" -v t="${4:-0}" \
-        'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b; exit !(a + 0 == a && d <= r * m + t) }'
+    is_num "$1" && is_num "$2" && awk -v a="$1" -v b="$2" -v r="$3" -v t="${4:-0}" \
+        'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b; exit !(d <= r * m + t) }'
 }
 
 # expect_help CMD OPTION...: `fmm CMD --help` exits 0 and its text names every OPTION
