@@ -14,10 +14,6 @@ scale_len() { awk -v s="$1" '{ printf "%.17g %.17g %.17g %s\n", $1 * s, $2 * s, 
 scale_q() { awk -v s="$1" '{ printf "%s %s %s %.17g\n", $1, $2, $3, $4 * s }' "$u" >"$2"; }
 shift_by() { awk -v s="$1" '{ printf "%.17g %.17g %.17g %s\n", $1 + s, $2 + s, $3 + s, $4 }' "$u" >"$2"; }
 
-# is_small A MAX: A is a finite number <= MAX (awk may take "nan" for a number, and NaN compares
-# true)
-is_small() { [[ "$1" =~ ^[0-9.eE+-]+$ ]] && is_le "$1" "$2"; }
-
 # ok_run NAME MAXERR ARGS...: exit 0, every rel_* error line printed and <= MAXERR (a NaN fails)
 ok_run() {
     local name=$1 max=$2 key bad=
@@ -28,7 +24,7 @@ ok_run() {
         return
     fi
     for key in rel_l2_error_phi rel_rms_error_field rel_error_energy rel_error_virial; do
-        is_small "$(value $key)" "$max" || bad="$bad $key=$(value $key)"
+        is_le "$(value $key)" "$max" || bad="$bad $key=$(value $key)"
     done
     if [ -n "$bad" ]; then fail "$name" "errors above $max:$bad"; else pass "$name"; fi
 }
