@@ -51,7 +51,7 @@
  * one plan from two threads at once: a fit, an evaluation and a mat-vec write the plan's
  * buffers (the series mat-vec's weights and moments, the BLDTT and GPU buffers, the dense
  * fallback's factors, made on first use). Different plans may be used from different threads
- * at once (the library keeps no global state), each with its own OpenMP threads.
+ * at once (rbf/ keeps no global state), each with its own OpenMP threads.
  *
  * Repeatability: on the CPU the same input, options and thread count give bitwise the same
  * outputs (fit, evaluation, mat-vec, mean spacing, deformation): every sum over threads adds
