@@ -59,7 +59,13 @@ fuzz() {
             grep -o '[0-9]*$') runs, corpus $(ls "$corpus" | wc -l) inputs, no finding"
     else
         echo "fuzz_$2: FINDING (saved in $art; log follows)"
-        grep -v '^#[0-9]' "$log" | tail -n 80
+        grep -v '^#[0-9]' "$log" | tail -n 60
+        # the run closed the target's stdout and stderr: its own message shows on a replay
+        for f in "$art"*; do
+            [ -f "$f" ] || continue
+            echo "fuzz_$2: replay of $f:"
+            "$bin" -timeout=10 "$f" 2>&1 | grep -v '^INFO:' | tail -n 30
+        done
         return 1
     fi
 }
