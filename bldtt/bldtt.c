@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "bldtt/bldtt_cuda.h"
-#include "core/maxabs.h"
 #include "core/scale.h"
 #include "bldtt/bldtt_internal.h"
 #include "bldtt/kernels.h"

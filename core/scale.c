@@ -29,3 +29,19 @@ int fmm_scale_output(long n, const void *in, int in_f32, void *out, int out_f32,
     const double tiny = out_f32 ? FLT_MIN : DBL_MIN;
     return bad || (amax_in > 0 && amax_out < tiny) ? FMM_ERR_RANGE : FMM_OK;
 }
+
+int fmm_check_max_abs(long n, const double *v, double *amax, int threads) {
+    int bad = 0;
+    double m = *amax;
+    // clang-format off
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads()) \
+    reduction(| : bad) reduction(max : m)
+    // clang-format on
+    for (long i = 0; i < n; ++i) {
+        bad |= !isfinite(v[i]);
+        m = fabs(v[i]) > m ? fabs(v[i]) : m;
+    }
+    if (bad) return FMM_ERR_NONFINITE;
+    *amax = m;
+    return FMM_OK;
+}

@@ -51,6 +51,11 @@ static inline double fmm_pow2(double x, double f, int e) {
 int fmm_scale_output(long n, const void *in, int in_f32, void *out, int out_f32, int e,
                      int threads);
 
+/* The check of an input array before it is normalised: FMM_ERR_NONFINITE if one of v[0..n-1] is
+ * NaN or Inf; else FMM_OK and *amax = max(*amax, largest |v[i]|) (a maximum: the same for any
+ * thread count), whose fmm_scale_exponent is the power of two to divide by. threads as above. */
+int fmm_check_max_abs(long n, const double *v, double *amax, int threads);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/maxabs.h"
 #include "core/scale.h"
 #include "core/sort.h"
 #include "fgt/fgt_internal.h"
