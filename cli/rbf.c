@@ -24,7 +24,9 @@ static const char *help =
     "s(x_i) = f_i and sum lambda_i = 0, by the Faul-Goodsell-Powell Krylov iteration.\n"
     "  fit     --centers FILE: one centre per line 'x y z f' ('#' comments, blank lines ok);\n"
     "          writes MODEL (text: shape, alpha, then 'x y z lambda' per centre, %.17g).\n"
-    "          stdout: n, iterations, max_residual (max|f - s(x_i)| / max|f|), matvec,\n"
+    "          stdout: n, iterations, max_residual (max|f - s(x_i)| / max|f|), solver "
+    "(fgp|dense),\n"
+    "          matvec,\n"
     "          single_passes (of the mat-vecs, those in single precision), setup_s, fit_s,\n"
     "          time_s (setup + fit, without file I/O)\n"
     "  eval    --points FILE: 'x y z' per line (further columns ignored); --out: s per line.\n"
@@ -34,7 +36,8 @@ static const char *help =
     "          and moves every node (nodes on a boundary point get its displacement exactly);\n"
     "          writes OUT.vtk. --shape defaults to 1/3 of the mean nearest-neighbour spacing of\n"
     "          the boundary points. stdout: boundary_points, nodes, shape, iterations (largest\n"
-    "          of the three fits), max_residual, min_volume_ratio (smallest new/old volume of\n"
+    "          of the three fits), max_residual, solver, min_volume_ratio (smallest new/old volume "
+    "of\n"
     "          the 3-D cells' corner tetrahedra; <= 0: an inverted cell), time_s\n"
     "  matvec  one mat-vec (Phi w)_i at the centres with random weights summing to 0;\n"
     "          stdout: n, matvec, matvec_s (median of --repeat), rel_error (max-norm error\n"
@@ -45,6 +48,9 @@ static const char *help =
     "  --lset Q           L-set size 2..200 (default: automatic, for the direct CPU mat-vec 80\n"
     "                     from 10000 centres and 96 from 16000, else 50)\n"
     "  --max-iter K       iteration limit, >= 1 (default 500)\n"
+    "  --dense-max N      fit, deform: a fit of at most N centres that the iteration does not\n"
+    "                     finish falls back to a dense LU solve (stdout: solver dense), 0..20000\n"
+    "                     (default 4000; 0: never)\n"
     "  --matvec M         auto|direct|series|bldtt (default auto: direct, or series on the CPU\n"
     "                     for N >= 200000 at tolerance >= 1e-5)\n"
     "  --series-tol E     accuracy of the series mat-vec terms and BLDTT's (theta, n), 0..1e-2\n"
@@ -79,6 +85,7 @@ static int read_points(const char *cmd, const char *path, long *n, double **xyz)
 static const char *const precisions[] = {"double", "mixed", NULL};
 /* --matvec names, in the order of enum fmm_rbf_matvec */
 static const char *const matvecs[] = {"auto", "direct", "series", "bldtt", NULL};
+static const char *const solvers[] = {"fgp", "dense"}; /* enum fmm_rbf_solver order */
 
 static int need(const char *cmd, const char *v, const char *opt) {
     if (v) return 0;
@@ -122,10 +129,10 @@ static int cmd_fit(args *A) {
         goto done;
     }
     printf(
-        "n %ld\niterations %d\nmax_residual %.6e\nmatvec %s\nsingle_passes %d\nsetup_s %.6f\nfit_s "
-        "%.6f\ntime_s %.6f\n",
-        n, r.iterations, r.max_residual, matvecs[r.matvec], r.single_passes, r.time_setup_s,
-        r.time_fit_s, t1 - t0);
+        "n %ld\niterations %d\nmax_residual %.6e\nsolver %s\nmatvec %s\nsingle_passes %d\nsetup_s "
+        "%.6f\nfit_s %.6f\ntime_s %.6f\n",
+        n, r.iterations, r.max_residual, solvers[r.solver], matvecs[r.matvec], r.single_passes,
+        r.time_setup_s, r.time_fit_s, t1 - t0);
     status = 0;
 done:
     fmm_rbf_destroy(p);
@@ -234,8 +241,9 @@ static int cmd_deform(args *A) {
         fprintf(stderr, "fmm rbf deform: cannot write '%s': %s\n", A->out, fmm_rbf_strerror(rc));
         goto done;
     }
-    printf("boundary_points %ld\nnodes %ld\nshape %.6g\niterations %d\nmax_residual %.6e\n", nb,
-           mesh.npoints, A->o.shape, r.iterations, r.max_residual);
+    printf(
+        "boundary_points %ld\nnodes %ld\nshape %.6g\niterations %d\nmax_residual %.6e\nsolver %s\n",
+        nb, mesh.npoints, A->o.shape, r.iterations, r.max_residual, solvers[r.solver]);
     if (have_ratio) printf("min_volume_ratio %.6f\n", ratio);
     printf("time_s %.6f\n", t1 - t0);
     status = 0;
@@ -361,6 +369,7 @@ int cli_rbf(int argc, char **argv) {
          .max = FMM_RBF_TOL_MAX},
         {"--lset", CLI_INT, .i = &A.o.lset_size, .min = FMM_RBF_Q_MIN, .max = FMM_RBF_Q_MAX},
         {"--max-iter", CLI_INT, .i = &A.o.max_iter, .min = 1, .max = INFINITY},
+        {"--dense-max", CLI_INT, .i = &A.o.dense_max, .min = 0, .max = FMM_RBF_DENSE_LIMIT},
         {"--matvec", CLI_CHOICE, .i = &A.o.matvec, .choices = matvecs},
         {"--series-tol", CLI_DOUBLE, .d = &A.o.series_tol, .min = 0, .max = 1e-2},
         {"--precision", CLI_CHOICE, .i = &A.o.mixed_precision, .choices = precisions},

@@ -12,13 +12,15 @@ awk 'BEGIN { srand(11); print "# x y z f"; for (i = 0; i < 1500; i++) { x = rand
       printf "%.17g %.17g %.17g %.17g\n", x, y, z, exp(x) * sin(3 * y) + z * z } }' >"$c"
 
 expect_help rbf fit eval deform matvec --centers --out --model --points --mesh --displacements --shape \
-    --tolerance --lset --max-iter --matvec --series-tol --precision --device --threads --seed --repeat --sample
+    --tolerance --lset --max-iter --dense-max --matvec --series-tol --precision --device --threads --seed \
+    --repeat --sample
 
 run rbf fit --centers "$c" --shape 0.05 --tolerance 1e-9 --out "$tmp/model.txt"
 if [ "$rc" -ne 0 ]; then fail "fit" "exit $rc"; else
     pass "fit"
     if [ -s "$tmp/stderr" ]; then fail "fit: stderr empty" "not empty"; else pass "fit: stderr empty"; fi
     ok=1; for k in n iterations max_residual single_passes time_s; do [ -n "$(value $k)" ] || ok=0; done
+    [ "$(value solver)" = fgp ] || ok=0
     if [ $ok -eq 1 ]; then pass "fit: stdout keys"; else fail "fit: stdout keys" "$(cat "$tmp/stdout")"; fi
     r=$(value max_residual)
     if is_le "$r" 1e-9; then pass "fit: max_residual <= tolerance"; else fail "fit: max_residual" "$r"; fi
@@ -68,6 +70,17 @@ printf '0 0 0 1\n1 zero 0 2\n' >"$tmp/word.txt"
 printf 'garbage\n' >"$tmp/garbage.vtk"
 expect_bad "no subcommand" rbf
 expect_bad "unknown subcommand" rbf frobnicate
+# an iteration stopped after one step: the dense fallback takes over and says so; --dense-max 0 turns it off
+head -301 "$c" >"$tmp/c300.txt"
+run rbf fit --centers "$tmp/c300.txt" --shape 0.05 --max-iter 1 --out "$tmp/dense.txt"
+if [ "$rc" -eq 0 ] && [ "$(value solver)" = dense ] && is_le "$(value max_residual)" 1e-8; then
+    pass "fit: the dense fallback where the iteration stops (solver dense)"
+else fail "fit: dense fallback" "exit $rc, solver '$(value solver)', residual '$(value max_residual)'"; fi
+expect_bad "fit: --max-iter 1 --dense-max 0 does not converge" rbf fit --centers "$tmp/c300.txt" --shape 0.05 \
+    --max-iter 1 --dense-max 0 --out "$tmp/x"
+expect_msg "--dense-max 20001 names the range" "--dense-max must be in 0..20000" rbf fit --centers "$c" \
+    --shape 0.05 --dense-max 20001 --out "$tmp/x"
+
 expect_bad "fit: no --shape" rbf fit --centers "$c" --out "$tmp/x"
 expect_bad "fit: --shape 0" rbf fit --centers "$c" --shape 0 --out "$tmp/x"
 expect_bad "fit: --shape -1" rbf fit --centers "$c" --shape -1 --out "$tmp/x"
