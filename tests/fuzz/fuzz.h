@@ -3,6 +3,7 @@
 #define FMM_TESTS_FUZZ_H
 
 #define _GNU_SOURCE /* memfd_create */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +81,86 @@ static inline unsigned fuzz_u8(fuzz_bytes *b) {
 static inline unsigned fuzz_u16(fuzz_bytes *b) {
     unsigned lo = fuzz_u8(b);
     return lo | fuzz_u8(b) << 8;
+}
+
+/* ---- shared by the plan targets (fuzz_fmm_plan.c, fuzz_bldtt_plan.c) */
+
+/* A power-of-two scale exponent: mostly 0, sometimes small, sometimes near the ends of the double
+ * range (where the libraries must compute in units of their own or refuse with FMM_ERR_RANGE). */
+static inline int fuzz_scale(fuzz_bytes *b) {
+    static const int menu[16] = {0, 0, 0, 0, 0, 0, 0, 0, 3, -5, 40, -40, 300, -300, 990, -990};
+    return menu[fuzz_u8(b) % 16];
+}
+
+/* A coordinate in [0, 1] from 16 bits, around the cube's centre at one of 48 scales (zoom): sets
+ * of such points hold clusters within clusters (deep adaptive trees). */
+static inline double fuzz_coordinate(unsigned u16, unsigned zoom) {
+    return 0.5 + ldexp(u16 / 65536.0 - 0.5, -(int)(zoom % 48));
+}
+
+/* ||a 2^e - ref||_2 / norm over m values: a is a library's output, 2^e brings it to the scale of
+ * the reference ref */
+static inline double fuzz_rel_error(long m, const double *a, int e, const double *ref,
+                                    double norm) {
+    double s = 0;
+    for (long i = 0; i < m; ++i) {
+        double d = ldexp(a[i], e) - ref[i];
+        s += d * d;
+    }
+    return sqrt(s) / norm;
+}
+
+static inline int fuzz_all_finite(long m, const double *a) {
+    for (long i = 0; i < m; ++i)
+        if (!isfinite(a[i])) return 0;
+    return 1;
+}
+
+/* log2 of the largest |a_i| (-inf if all are 0) */
+static inline double fuzz_top(long m, const double *a) {
+    double t = 0;
+    for (long i = 0; i < m; ++i) t = fmax(t, fabs(a[i]));
+    return t > 0 ? log2(t) : -INFINITY;
+}
+
+/* One output of a plan's execute against its reference: the library's values, the reference's
+ * (the true values are 2^shift times them), the norm of the error check and the largest value of
+ * the output's absolute sums (both at the reference's scale), and the allowed relative error. */
+typedef struct {
+    const char *name;
+    int want; /* asked for */
+    long count;
+    const double *got, *ref;
+    int shift;
+    double norm, abs_max, bound;
+} fuzz_output;
+
+/* Checks an execute's status rc, FMM_OK or FMM_ERR_RANGE (fmm.h, fmm_bldtt.h: an output asked for
+ * that is not representable), and its outputs. FMM_OK: the outputs are finite, none of them is
+ * one that must be refused (a true value beyond the largest double, or all of an output below the
+ * smallest normal one), and each one whose size lies well inside the double range is within its
+ * bound. FMM_ERR_RANGE: some output asked for lies near or beyond the ends of the range, or
+ * `justified` (a reason of the caller's). context goes into the messages. */
+static inline void fuzz_check_outputs(int rc, const fuzz_output *c, int nc, int justified,
+                                      const char *context) {
+    for (int i = 0; i < nc; ++i) {
+        if (!c[i].want) continue;
+        const double t_val = fuzz_top(c[i].count, c[i].ref) + c[i].shift;
+        const double t_abs = (c[i].abs_max > 0 ? log2(c[i].abs_max) : -INFINITY) + c[i].shift;
+        if (rc != 0) { /* FMM_ERR_RANGE */
+            justified |= t_val > 1015 || t_abs < -1015;
+            continue;
+        }
+        FUZZ_CHECK(fuzz_all_finite(c[i].count, c[i].got), "%s not finite (%s)", c[i].name, context);
+        FUZZ_CHECK(t_val <= 1025, "%s: status OK for values up to 2^%.0f", c[i].name, t_val);
+        FUZZ_CHECK(t_abs >= -1030 || t_abs == -INFINITY, "%s: status OK for values below 2^%.0f",
+                   c[i].name, t_abs);
+        if (!(c[i].norm > 0) || fabs(log2(c[i].norm) + c[i].shift) > 1000) continue;
+        double e = fuzz_rel_error(c[i].count, c[i].got, -c[i].shift, c[i].ref, c[i].norm);
+        FUZZ_CHECK(e <= c[i].bound, "%s error %.3e > %.3e (%s)", c[i].name, e, c[i].bound, context);
+    }
+    FUZZ_CHECK(rc == 0 || justified, "FMM_ERR_RANGE for outputs well inside the range (%s)",
+               context);
 }
 
 #endif
