@@ -670,7 +670,9 @@ static int leaves(fmm_plan *P) {
                 fail = 1;
                 continue;
             }
-            double *bp = buf, *bx = buf + m, *by = buf + 2 * m, *bz = buf + 3 * m;
+            /* the image-tagged buffers exist only for the virial (no offsets of a NULL buf) */
+            double *bp = buf, *bx = buf ? buf + m : NULL, *by = buf ? buf + 2 * m : NULL,
+                   *bz = buf ? buf + 3 * m : NULL;
             const double *qs = P->q + s0;
             for (long e = t->W.start[b]; e < t->W.start[b + 1]; ++e) {
                 const oct_box *C = &t->box[t->W.box[e]];
