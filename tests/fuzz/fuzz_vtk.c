@@ -24,7 +24,9 @@ static void check_mesh(const fmm_vtk_mesh *m) {
 }
 
 /* n bytes at a and b equal (either may be NULL when n is 0) */
-static int same_bytes(const void *a, const void *b, size_t n) { return !n || !memcmp(a, b, n); }
+static int same_bytes(const void *a, const void *b, size_t n) {
+    return !n || !memcmp(a, b, n);
+}
 
 static int same_mesh(const fmm_vtk_mesh *a, const fmm_vtk_mesh *b) {
     if (a->npoints != b->npoints || a->ncells != b->ncells) return 0;

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of fuzz_fmm_plan (corpus/fmm_plan/): a few inputs in the byte layout
-that fuzz_fmm_plan.c's parse() reads, each a case the fuzzer should start from. Deterministic:
-run it again to get the same files."""
+"""Writes the seed corpora of the plan targets (corpus/fmm_plan/, corpus/bldtt_plan/): a few
+inputs in the byte layout that fuzz_fmm_plan.c's and fuzz_bldtt_plan.c's parse() read, each a
+case the fuzzer should start from. Deterministic: run it again to get the same files."""
 import os
 import random
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "corpus", "fmm_plan")
+OUT_BLDTT = os.path.join(HERE, "corpus", "bldtt_plan")
 
 # flags (byte 0)
 PERIODIC, VACUUM, BOX, EXCL, VIRIAL, ORDER, DEPTH = 1, 2, 4, 8, 16, 64, 128
@@ -22,6 +23,22 @@ def seed(name, points, flags=0, tol=0, order=0, depth=0, leaf=0, scale=0, qscale
                     flags2, *pairs])
     body = b"".join(struct.pack("<HHHBbB", *p) for p in points)
     with open(os.path.join(OUT, name), "wb") as f:
+        f.write(header + body)
+
+
+# bldtt flags (byte 0) and kernels
+BLTC, NO_PHI, GRAD, THREADS2, TARGETS = 1, 4, 8, 16, 32
+COULOMB, YUKAWA, REGULARIZED, SINC, MULTIQUADRIC = range(5)
+
+
+def bldtt_seed(name, sources, targets=(), flags=0, kernel=COULOMB, param=0, theta=2, degree=3,
+               leaf=7, scale=0, qscale=0, second=0):
+    """Menu indices as in fuzz_bldtt_plan.c: param indexes param_menu, theta theta_menu, leaf is
+    the leaf size - 1; points as for seed(), without the shift byte (targets' q unused)."""
+    header = bytes([flags | (TARGETS if targets else 0), kernel, param, theta, degree, leaf,
+                    len(sources), len(targets), scale, qscale, second])
+    body = b"".join(struct.pack("<HHHBb", *p[:5]) for p in list(sources) + list(targets))
+    with open(os.path.join(OUT_BLDTT, name), "wb") as f:
         f.write(header + body)
 
 
@@ -48,6 +65,19 @@ def main():
          side=3, second=5)
     seed("periodic_vacuum", cloud(rng, 20), flags=PERIODIC | VACUUM | ORDER, order=5, leaf=2)
     seed("bad_options", cloud(rng, 10), flags=ORDER, tol=9, order=251)
+
+    os.makedirs(OUT_BLDTT, exist_ok=True)
+    bldtt_seed("coulomb", cloud(rng, 120), flags=GRAD | THREADS2)
+    bldtt_seed("coulomb_bltc_targets", cloud(rng, 80), cloud(rng, 50), flags=BLTC | GRAD,
+               degree=2, second=1)
+    bldtt_seed("yukawa_clustered", cloud(rng, 100, (0, 5, 12)), kernel=YUKAWA, param=3, theta=1,
+               degree=4, leaf=3)
+    bldtt_seed("regularized_grad_only", cloud(rng, 60), flags=NO_PHI, kernel=REGULARIZED,
+               param=1, degree=1)
+    bldtt_seed("sinc", cloud(rng, 90), flags=GRAD, kernel=SINC, param=5, theta=4, degree=4)
+    bldtt_seed("multiquadric_scaled", cloud(rng, 70), flags=GRAD, kernel=MULTIQUADRIC, param=4,
+               scale=12, qscale=9, second=3)
+    bldtt_seed("bad_theta", cloud(rng, 10), theta=6)
 
 if __name__ == "__main__":
     main()
