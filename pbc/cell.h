@@ -1,0 +1,53 @@
+/* pbc/cell.h - periodic cells in GROMACS's convention (docs/periodic-cells.md): the lattice vectors
+ * are the rows a = (ax, 0, 0), b = (bx, by, 0), c = (cx, cy, cz) of h, with ax, by, cz > 0 and
+ * |bx| <= ax/2, |cx| <= ax/2, |cy| <= by/2 (GROMACS's own margin allowed: a factor 1.005, the one
+ * its check_box accepts). Lattice vectors are R = n h for integer triples n. Positions are wrapped
+ * into the brick [0,ax) x [0,by) x [0,cz), a fundamental domain of every such lattice. */
+#ifndef FMM_PBC_CELL_H
+#define FMM_PBC_CELL_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* GROMACS's skewness limit with its margin for warnings (pbcutil/pbc.cpp: 1.001 + 0.004). */
+#define PBC_SKEW_MARGIN 1.005
+
+typedef struct pbc_cell {
+    double h[9];   /* rows a, b, c (row-major) */
+    double g[9];   /* rows of 2 pi h^-T: the reciprocal basis, k = m g for integer m */
+    double volume; /* ax by cz */
+    int rect;      /* off-diagonal entries zero: a rectangular brick */
+    int cube;      /* rectangular with ax == by == cz */
+} pbc_cell;
+
+/* Checks and fills a cell from h (rows a, b, c): FMM_ERR_BOX unless every entry is finite, the
+ * upper entries (a_y, a_z, b_z) are zero, ax, by, cz > 0 and the off-diagonals are within the
+ * limits above. FMM_OK otherwise. */
+int pbc_cell_init(pbc_cell *cell, const double h[9]);
+
+/* A rectangular cell from three edges (FMM_ERR_BOX unless finite and > 0). */
+int pbc_cell_rect(pbc_cell *cell, const double edges[3]);
+
+/* x (3) moved by a lattice vector into the brick [0,ax) x [0,by) x [0,cz): z by c first, then y by
+ * b, then x by a. Exact lattice shifts: the result differs from x by n h for integer n. */
+void pbc_cell_wrap(const pbc_cell *cell, double x[3]);
+
+/* R = n h for the integer triple n. */
+void pbc_cell_vector(const pbc_cell *cell, const int n[3], double R[3]);
+
+/* The near set of docs/periodic-cells.md: every n (n = 0 included) with |n h| < radius, in order of
+ * n (z slowest), written to n[3 * k + d] for k < max. Returns the count (which may exceed max:
+ * call again with room for it), or -1 for a radius that is not finite and positive. The set is
+ * inversion-symmetric. */
+int pbc_cell_near_set(const pbc_cell *cell, double radius, int *n, int max);
+
+/* Half the brick's diagonal, sqrt(ax^2 + by^2 + cz^2) / 2: the radius of the root region about its
+ * centre, from which the near set's radius 2 r / (sqrt(3) / 2) follows. */
+double pbc_cell_brick_radius(const pbc_cell *cell);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FMM_PBC_CELL_H */
