@@ -93,3 +93,58 @@ double pbc_cell_brick_radius(const pbc_cell *cell) {
     const double ax = cell->h[0], by = cell->h[4], cz = cell->h[8];
     return 0.5 * sqrt(ax * ax + by * by + cz * cz);
 }
+
+/* The n with |n h - y| < reach for some y in the centred brick of half-widths half (zero: the
+ * origin alone), visited through the triangular form: n_z from the z extent, then n_y given n_z,
+ * then n_x given both, each range widened by one against the rounding of its bounds and every
+ * candidate tested exactly. Stores up to max of them in n (NULL: none) and the shortest nonzero
+ * |n h| in *shortest (NULL: not wanted); returns the count, or -1 beyond PBC_SEARCH_MAX visits. */
+static long brick_search(const pbc_cell *cell, const double half[3], double reach, int *n, long max,
+                         double *shortest) {
+    const double *h = cell->h, ax = h[0], bx = h[3], by = h[4], cx = h[6], cy = h[7], cz = h[8];
+    const double wz = half[2] + reach, wy = half[1] + reach, wx = half[0] + reach;
+    long count = 0, visits = 0;
+    if (!(wz / cz < PBC_SEARCH_MAX && wy / by < PBC_SEARCH_MAX && wx / ax < PBC_SEARCH_MAX))
+        return -1;
+    const long kz = (long)floor(wz / cz) + 1;
+    for (long k = -kz; k <= kz; ++k) {
+        const double z = k * cz, oy = k * cy;
+        const long j0 = (long)ceil((-wy - oy) / by) - 1, j1 = (long)floor((wy - oy) / by) + 1;
+        if ((visits += j1 - j0 + 1) > PBC_SEARCH_MAX) return -1;
+        for (long j = j0; j <= j1; ++j) {
+            const double y = j * by + oy, ox = j * bx + k * cx;
+            const long i0 = (long)ceil((-wx - ox) / ax) - 1, i1 = (long)floor((wx - ox) / ax) + 1;
+            if ((visits += i1 - i0 + 1) > PBC_SEARCH_MAX) return -1;
+            for (long i = i0; i <= i1; ++i) {
+                const double R[3] = {i * ax + ox, y, z};
+                double d2 = 0, r2 = 0;
+                for (int d = 0; d < 3; ++d) {
+                    const double e = fmax(fabs(R[d]) - half[d], 0.0);
+                    d2 += e * e, r2 += R[d] * R[d];
+                }
+                if (!(d2 < reach * reach)) continue;
+                if (shortest && (i || j || k) && sqrt(r2) < *shortest) *shortest = sqrt(r2);
+                if (n && count < max) {
+                    n[3 * count] = (int)i, n[3 * count + 1] = (int)j, n[3 * count + 2] = (int)k;
+                }
+                ++count;
+            }
+        }
+    }
+    return count;
+}
+
+double pbc_cell_shortest(const pbc_cell *cell) {
+    const double *h = cell->h, zero[3] = {0, 0, 0};
+    double s = h[0]; /* the rows bound it; the search over the ball of the shortest row finds it */
+    for (int r = 1; r < 3; ++r)
+        s = fmin(s, sqrt(h[3 * r] * h[3 * r] + h[3 * r + 1] * h[3 * r + 1] +
+                         h[3 * r + 2] * h[3 * r + 2]));
+    return brick_search(cell, zero, s, NULL, 0, &s) < 0 ? -1 : s;
+}
+
+long pbc_cell_brick_shifts(const pbc_cell *cell, double reach, int *n, long max) {
+    if (!(reach > 0 && isfinite(reach))) return -1;
+    const double half[3] = {0.5 * cell->h[0], 0.5 * cell->h[4], 0.5 * cell->h[8]};
+    return brick_search(cell, half, reach, n, max, NULL);
+}

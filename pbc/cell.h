@@ -46,6 +46,22 @@ int pbc_cell_near_set(const pbc_cell *cell, double radius, int *n, int max);
  * centre, from which the near set's radius 2 r / (sqrt(3) / 2) follows. */
 double pbc_cell_brick_radius(const pbc_cell *cell);
 
+/* The shortest nonzero lattice vector's length: at least min(ax, by, cz) (a vector with n_z != 0
+ * has |z| >= cz, and so on down) and at most the shortest row. -1 if the search would visit more
+ * than PBC_SEARCH_MAX lattice vectors (only a cell far thinner than it is wide). */
+double pbc_cell_shortest(const pbc_cell *cell);
+
+/* The lattice vectors that can move a point of the centred brick |y_d| <= h_dd / 2 to within
+ * `reach` of the origin: every n with |n h - y| < reach for some y in that brick, in order of n
+ * (z slowest), written to n[3 * k + d] for k < max. Returns the count (call again with room for
+ * it), or -1 for a reach that is not finite and positive or a search beyond PBC_SEARCH_MAX. A
+ * difference of two points reduced into the centred brick has its images within `reach` among
+ * these shifts; for a rectangular cell and reach <= min(ax, by, cz) / 2 that is n = 0 alone. */
+long pbc_cell_brick_shifts(const pbc_cell *cell, double reach, int *n, long max);
+
+/* The most lattice vectors pbc_cell_shortest and pbc_cell_brick_shifts visit. */
+#define PBC_SEARCH_MAX (1L << 26)
+
 #ifdef __cplusplus
 }
 #endif
