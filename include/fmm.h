@@ -266,6 +266,24 @@ int fmm_direct_targets(long n, const double *xyz, const double *q, long m, const
 int fmm_ewald(long n, const double *xyz, const double *q, const double box[3], double tolerance,
               double *phi, double *field, double *energy, double *virial, int threads);
 
+/* The Ewald sum of fmm_ewald in any periodic cell that GROMACS allows: cell holds the lattice
+ * vectors as rows a = (ax, 0, 0), b = (bx, by, 0), c = (cx, cy, cz), row-major, with ax, by, cz > 0
+ * and |bx| <= ax/2, |cx| <= ax/2, |cy| <= by/2 (GROMACS's margin of 1.005 allowed;
+ * FMM_ERR_BOX otherwise, or for an entry that is not finite). Particles are wrapped into the brick
+ * [0,ax) x [0,by) x [0,cz). Same conventions, error control, outputs, scales and repeatability as
+ * fmm_ewald, which is this function with the rectangular cell diag(box): tin-foil boundary, the
+ * neutralising background for a net charge, the full virial W_ab = -dU/d eps_ab (9, row-major,
+ * symmetric; shear included) for positions and cell strained together (x -> (I + eps) x). The
+ * real-space cut-off is just below half the shortest lattice vector, its images found by a search
+ * over the lattice shifts; the reciprocal range per index follows from the reciprocal basis. The
+ * outputs are bitwise the same for any thread count, and the caller's arrays are left untouched
+ * by a call that fails. FMM_ERR_NOMEM also for a cell so thin (its shortest lattice vector so far
+ * below its rows) that the reciprocal sum would scan more than 2^28 wave vectors; FMM_ERR_RANGE
+ * also for a particle so many cell lengths away (~2^1023) that its place in the cell is lost. */
+int fmm_ewald_cell(long n, const double *xyz, const double *q, const double cell[9],
+                   double tolerance, double *phi, double *field, double *energy, double *virial,
+                   int threads);
+
 #ifdef __cplusplus
 }
 #endif
