@@ -4,10 +4,11 @@
 #   run.sh replay BIN_DIR TARGET         run TARGET's seed corpus (corpus/TARGET) and every saved
 #                                        crash (regressions/TARGET) once; fails on any finding
 #   run.sh fuzz BIN_DIR TARGET SECONDS WORK
-#                                        fuzz TARGET for SECONDS from a copy of its corpus and
-#                                        regressions in WORK/corpus/TARGET; a crash, leak, hang
-#                                        (an input over 10 s), out-of-memory or sanitizer report
-#                                        fails it and is saved in WORK/artifacts/TARGET/
+#                                        fuzz TARGET for SECONDS from a copy of its seed corpus
+#                                        in WORK/corpus/TARGET (not the saved crashes: the replay
+#                                        has them); a crash, leak, hang (an input over 10 s),
+#                                        out-of-memory or sanitizer report fails it and is saved
+#                                        in WORK/artifacts/TARGET/
 #   run.sh all BIN_DIR SECONDS WORK      replay every target, then fuzz each for SECONDS, two at
 #                                        a time; exit status 1 if anything failed
 #
@@ -51,10 +52,8 @@ fuzz() {
     local corpus=$work/corpus/$2 art=$work/artifacts/$2/ log=$work/fuzz_$2.log
     mkdir -p "$corpus" "$art"
     [ -d "$here/corpus/$2" ] && cp -n "$here/corpus/$2"/* "$corpus"/ 2>/dev/null
-    local extra=()
-    [ -d "$here/regressions/$2" ] && extra+=("$here/regressions/$2")
     if "$bin" -max_total_time="$secs" -timeout=10 -close_fd_mask=3 -print_final_stats=1 \
-        -artifact_prefix="$art" "$corpus" "${extra[@]}" >"$log" 2>&1; then
+        -artifact_prefix="$art" "$corpus" >"$log" 2>&1; then
         echo "fuzz_$2: ${secs} s, $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" |
             grep -o '[0-9]*$') runs, corpus $(ls "$corpus" | wc -l) inputs, no finding"
     else
@@ -90,7 +89,7 @@ all() {
 }
 
 usage() {
-    sed -n '3,16p' "$0" >&2
+    sed -n '3,17p' "$0" >&2
     exit 2
 }
 
