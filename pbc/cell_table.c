@@ -81,19 +81,47 @@ static void gamma_weights(double x, int lmax, int near, double *g, double *dg) {
     }
 }
 
-/* The x beyond which Q of order j + 1/2 is below eps (Q falls with x): bisection. */
-static double gamma_range(int j, double eps, double *q, double *t) {
-    double lo = 0.0, hi = j + 8.0;
-    while (gamma_upper(hi, j, q, t), q[j] > eps) lo = hi, hi *= 2;
+/* The smallest x with f(x) <= eps, f decreasing: doubling, then bisection. */
+static double solve_down(double (*f)(double, const void *), const void *ctx, double x0,
+                         double eps) {
+    double lo = 0.0, hi = x0;
+    while (f(hi, ctx) > eps) lo = hi, hi *= 2;
     for (int it = 0; it < 60; ++it) {
         const double mid = 0.5 * (lo + hi);
-        gamma_upper(mid, j, q, t);
-        if (q[j] > eps)
+        if (f(mid, ctx) > eps)
             lo = mid;
         else
             hi = mid;
     }
     return hi;
+}
+
+typedef struct range_ctx {
+    int lmax;
+    double arf;    /* alpha times the shortest far image's length */
+    double *q, *t; /* scratch, lmax + 1 */
+} range_ctx;
+
+/* The reciprocal terms k^(L-2) exp(-k^2/4a^2), their strain derivatives a factor k^2 more, over
+ * shells of k^2 dk: the tail of a Gamma function of order up to lmax/2 + 3/2 at x = k^2/4a^2. */
+static double recip_tail(double x, const void *ctx) {
+    const range_ctx *c = ctx;
+    const int j = c->lmax / 2 + 1;
+    gamma_upper(x, j, c->q, c->t);
+    return c->q[j];
+}
+
+/* A real-space vector R at x = a^2 R^2 adds to degree L at most about Q_L(x) (2 R_f / R)^(L+1)
+ * of the degree's largest entry (R_f the shortest far image: the degree's scale is at least
+ * R_f^-(L+1) times its weakest direction's harmonics, and (2L-1)!! / L! <= 2^L bounds the
+ * strongest over the weakest), (L+1) times that to the strain tables: the largest over L. */
+static double real_tail(double x, const void *ctx) {
+    const range_ctx *c = ctx;
+    gamma_upper(x, c->lmax, c->q, c->t);
+    const double s = fmin(1.0, 2 * c->arf / sqrt(x));
+    double f = 0.0, sp = s;
+    for (int L = 0; L <= c->lmax; ++L, sp *= s) f = fmax(f, (L + 1) * c->q[L] * sp);
+    return f;
 }
 
 /* d += s * (xr + i xi) over m = 0..l (one degree, contiguous) */
@@ -201,10 +229,13 @@ static int in_set(const int *sorted, int count, const int n[3]) {
     return bsearch(n, sorted, (size_t)count, 3 * sizeof(int), cmp_triple) != NULL;
 }
 
+enum ball_use { BALL_REAL, BALL_RECIP, BALL_SHORTEST_FAR };
+
 /* The half of the lattice {n rows} (dual rows with rows dual^T = 2 pi I) within radius r:
- * |n_d| <= r |dual_d| / 2 pi bounds the search. For each, real_term or recip_term. */
+ * |n_d| <= r |dual_d| / 2 pi bounds the search. For each: real_term, recip_term, or (far images
+ * only) the shortest length squared so far in *r2min. */
 static void lattice_ball(table_acc *t, const double *rows, const double *dual, double r,
-                         const int *near, int nnear, int recip) {
+                         const int *near, int nnear, enum ball_use use, double *r2min) {
     int lim[3];
     for (int d = 0; d < 3; ++d) lim[d] = (int)ceil(r * sqrt(norm2(dual + 3 * d)) / (2 * FMM_PI));
     for (int c = 0; c <= lim[2]; ++c)
@@ -214,11 +245,14 @@ static void lattice_ball(table_acc *t, const double *rows, const double *dual, d
                 if (!positive(n)) continue;
                 double R[3];
                 combine(rows, n, R);
-                if (norm2(R) >= r * r) continue;
-                if (recip)
+                const double r2 = norm2(R);
+                if (r2 >= r * r) continue;
+                if (use == BALL_RECIP)
                     recip_term(t, R);
-                else
+                else if (use == BALL_REAL)
                     real_term(t, R, in_set(near, nnear, n));
+                else if (!in_set(near, nnear, n))
+                    *r2min = fmin(*r2min, r2);
             }
 }
 
@@ -313,20 +347,26 @@ int pbc_cell_far_table_split(const pbc_cell *cell, const int *near, int nnear, i
         t.clm[tri(l, 0)] = l == 0 ? 1.0 : t.clm[tri(l - 1, 0)] * l * l / (2 * l - 1);
         for (int m = 0; m < l; ++m) t.clm[tri(l, m + 1)] = t.clm[tri(l, m)] * (l + m + 1) / (l - m);
     }
-    /* ranges: the real-space terms carry Q_L(a^2 R^2) (L <= lmax); the reciprocal terms
-     * k^(L-2) exp(-k^2/4a^2), their strain derivatives a factor k^2 more, summed over shells of
-     * k^2 dk: the tails of Gamma functions of order lmax + 1/2 and up to lmax/2 + 3/2 */
-    const double xr = gamma_range(lmax, split->eps, t.g, t.dg),
-                 xk = gamma_range(lmax / 2 + 1, split->eps, t.g, t.dg);
+    /* the shortest far image (within the farthest near image plus the longest row: a row added
+     * to the farthest near image lands outside N, or a longer search finds one) */
+    double rf2 = HUGE_VAL,
+           reach = sqrt(rn2) + sqrt(fmax(norm2(h), fmax(norm2(h + 3), norm2(h + 6))));
+    while (rf2 == HUGE_VAL) {
+        lattice_ball(&t, h, g, reach, sn, nnear, BALL_SHORTEST_FAR, &rf2);
+        reach *= 2;
+    }
+    range_ctx rctx = {lmax, t.alpha * sqrt(rf2), t.g, t.dg};
+    const double xr = solve_down(real_tail, &rctx, 8.0, split->eps),
+                 xk = solve_down(recip_tail, &rctx, 8.0, split->eps);
     const double rc_real = sqrt(xr) / t.alpha;
-    lattice_ball(&t, h, g, rc_real, sn, nnear, 0);
+    lattice_ball(&t, h, g, rc_real, sn, nnear, BALL_REAL, NULL);
     /* near images beyond the real-space range: -mu P_L with P_L ~ 1, never left out */
     for (int k = 0; k < nnear; ++k) {
         double R[3];
         combine(h, sn + 3 * k, R);
         if (positive(sn + 3 * k) && norm2(R) >= rc_real * rc_real) real_term(&t, R, 1);
     }
-    lattice_ball(&t, g, h, 2 * t.alpha * sqrt(xk), sn, nnear, 1);
+    lattice_ball(&t, g, h, 2 * t.alpha * sqrt(xk), sn, nnear, BALL_RECIP, NULL);
     free(sn);
     const double bg = FMM_PI / (t.V * t.alpha * t.alpha);
     t.are[0] += -2 * t.alpha / sqrt(FMM_PI) - bg;
