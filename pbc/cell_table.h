@@ -26,8 +26,10 @@ extern "C" {
  * (a, b) row-major and symmetric, every even L including L = 0 (dc0/d eps) and L = 2.
  * Only cell->h, cell->g and cell->volume are read: any basis of rows works, also one outside
  * GROMACS's form (a sheared cell). Computed by the Ewald-type formula of the docs with
- * incomplete gamma functions; the result does not depend on the splitting (to about 1e-14 of
- * each degree's largest entry, lmax <= 2 FMM_ORDER_MAX).
+ * incomplete gamma functions, accurate to about 1e-14 of each degree's largest entry (at most
+ * 1e-13 in tests/test_cell_table.cpp and against 32-digit evaluations, lmax <= 2 FMM_ORDER_MAX).
+ * Cost: about 1 ms (lmax 14) to 10 ms (lmax 40) for compact cells, 2-3x that with the strain
+ * tables and for elongated ones (bench/results/cell_table_cost.txt).
  * Returns FMM_OK; FMM_ERR_ARG for a NULL cell or table, lmax outside [0, 2 FMM_ORDER_MAX], or a
  * near set that lacks 0, repeats a triple or is not inversion-symmetric (or has an entry beyond
  * 2^20); FMM_ERR_NOMEM; FMM_ERR_RANGE where an entry is beyond double's range (a cell of

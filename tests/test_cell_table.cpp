@@ -453,6 +453,26 @@ TEST(CellTable, EquivalentBasesGiveTheSameTables) {
     }
 }
 
+TEST(CellTable, SmallOrdersAgreeWithLargerOnes) {
+    // lmax 0 (c0 alone), odd lmax, and lmax 2 are the leading entries of a larger table
+    const pbc_cell c = gromacs_cell(kRandomB);
+    const std::vector<int> near = near_set(c);
+    const Table big = table(c, near, 12, true);
+    const int nb = harm_ncoef(12);
+    for (int lmax : {0, 1, 2, 3}) {
+        const Table t = table(c, near, lmax, true);
+        expect_structure(t, "random B");
+        const int n = harm_ncoef(lmax);
+        for (int k = 0; k < n; ++k) {
+            EXPECT_NEAR(t.re[k], big.re[k], 1e-14 * 30) << lmax << " " << k;
+            EXPECT_NEAR(t.im[k], big.im[k], 1e-14 * 30) << lmax << " " << k;
+            for (int ab = 0; ab < 9; ++ab)
+                EXPECT_NEAR(t.vre[ab * n + k], big.vre[ab * nb + k], 1e-14 * 30)
+                    << lmax << " " << k;
+        }
+    }
+}
+
 TEST(CellTable, BadInputIsRefusedAndWritesNothing) {
     const pbc_cell c = gromacs_cell(kCube);
     std::vector<int> near = near_set(c);
