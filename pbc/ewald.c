@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,6 +112,7 @@ int pbc_ewald(long n, const double *xyz, const double *q_in, const double cell_i
     if (!(tol >= FMM_TOL_MIN && tol <= FMM_TOL_MAX)) return FMM_ERR_TOLERANCE;
     if (threads < 0 || threads > FMM_THREADS_MAX) return FMM_ERR_THREADS;
     const int nt = threads > 0 ? threads : omp_get_max_threads();
+    if ((size_t)n > SIZE_MAX / 64) return FMM_ERR_NOMEM; /* no size below overflows */
     /* x, q: the wrapped positions and the charges in the sum's units; out: phi (n), then E (3n);
        wr: each particle's share of the real-space virial (xx, yy, zz, xy, xz, yz), added in
        index order so that no sum depends on the thread count */
@@ -199,7 +201,7 @@ int pbc_ewald(long n, const double *xyz, const double *q_in, const double cell_i
     const size_t wsum = (size_t)(2 * kmax[0] + 1) + (2 * kmax[1] + 1) + (2 * kmax[2] + 1);
     wv = malloc(sizeof(wave) * (size_t)(nw > 0 ? nw : 1));
     sk = malloc(sizeof(double) * 2 * (size_t)(nw > 0 ? nw : 1)); /* Re S, Im S */
-    tabs = malloc(sizeof(double) * 2 * (size_t)n * wsum);
+    tabs = calloc(2 * wsum, sizeof(double) * (size_t)n);         /* calloc checks the product */
     if (!wv || !sk || !tabs) {
         rc = FMM_ERR_NOMEM;
         goto done;
