@@ -18,7 +18,7 @@
  * Library code never prints, exits or aborts: every failure is a return code.
  *
  * Scales: the sums are homogeneous in lengths and charges, and the plans and the reference sums
- * (fmm_direct, fmm_direct_targets, fmm_ewald) take coordinates, box edges and charges of any
+ * (fmm_direct, fmm_direct_targets, fmm_ewald, fmm_ewald_cell) take coordinates, box edges and charges of any
  * finite magnitude: where the set's extent (or the box edge) or the largest |q| lies outside
  * [2^-64, 2^64], they compute in units of a power of two (exact) and scale the outputs back. An
  * output asked for that is not representable in double (float for the float entry points) gives

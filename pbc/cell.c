@@ -72,7 +72,9 @@ int pbc_cell_near_set(const pbc_cell *cell, double radius, int *n, int max) {
     for (int d = 0; d < 3; ++d) {
         const double *gd = cell->g + 3 * d; /* column d of h^-T times 2 pi: row d of g */
         const double gn = sqrt(gd[0] * gd[0] + gd[1] * gd[1] + gd[2] * gd[2]);
-        lim[d] = (int)ceil(radius * gn / (2 * FMM_PI));
+        const double m = ceil(radius * gn / (2 * FMM_PI));
+        if (!(m < PBC_SEARCH_MAX)) return -1; /* a cell far thinner than the radius */
+        lim[d] = (int)m;
     }
     int count = 0;
     for (int k = -lim[2]; k <= lim[2]; ++k)

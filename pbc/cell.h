@@ -38,7 +38,8 @@ void pbc_cell_vector(const pbc_cell *cell, const int n[3], double R[3]);
 
 /* The near set of docs/periodic-cells.md: every n (n = 0 included) with |n h| < radius, in order of
  * n (z slowest), written to n[3 * k + d] for k < max. Returns the count (which may exceed max:
- * call again with room for it), or -1 for a radius that is not finite and positive. The set is
+ * call again with room for it), or -1 for a radius that is not finite and positive or a search
+ * beyond PBC_SEARCH_MAX along an axis. The set is
  * inversion-symmetric. */
 int pbc_cell_near_set(const pbc_cell *cell, double radius, int *n, int max);
 
