@@ -229,13 +229,10 @@ static int in_set(const int *sorted, int count, const int n[3]) {
     return bsearch(n, sorted, (size_t)count, 3 * sizeof(int), cmp_triple) != NULL;
 }
 
-enum ball_use { BALL_REAL, BALL_RECIP, BALL_SHORTEST_FAR };
-
 /* The half of the lattice {n rows} (dual rows with rows dual^T = 2 pi I) within radius r:
- * |n_d| <= r |dual_d| / 2 pi bounds the search. For each: real_term, recip_term, or (far images
- * only) the shortest length squared so far in *r2min. */
+ * |n_d| <= r |dual_d| / 2 pi bounds the search. For each, real_term or recip_term. */
 static void lattice_ball(table_acc *t, const double *rows, const double *dual, double r,
-                         const int *near, int nnear, enum ball_use use, double *r2min) {
+                         const int *near, int nnear, int recip) {
     int lim[3];
     for (int d = 0; d < 3; ++d) lim[d] = (int)ceil(r * sqrt(norm2(dual + 3 * d)) / (2 * FMM_PI));
     for (int c = 0; c <= lim[2]; ++c)
@@ -245,14 +242,11 @@ static void lattice_ball(table_acc *t, const double *rows, const double *dual, d
                 if (!positive(n)) continue;
                 double R[3];
                 combine(rows, n, R);
-                const double r2 = norm2(R);
-                if (r2 >= r * r) continue;
-                if (use == BALL_RECIP)
+                if (norm2(R) >= r * r) continue;
+                if (recip)
                     recip_term(t, R);
-                else if (use == BALL_REAL)
+                else
                     real_term(t, R, in_set(near, nnear, n));
-                else if (!in_set(near, nnear, n))
-                    *r2min = fmin(*r2min, r2);
             }
 }
 
@@ -327,8 +321,11 @@ int pbc_cell_far_table_split(const pbc_cell *cell, const int *near, int nnear, i
         combine(h, sn + 3 * k, R);
         rn2 = fmax(rn2, norm2(R));
     }
+    /* alpha lowered for the near images, at most 4-fold (a near set reaching much farther than
+     * the cell's size costs accuracy, not unbounded time) */
     t.alpha = split->alpha_v / cbrt(t.V);
-    if (t.alpha * t.alpha * rn2 > split->near_x) t.alpha = sqrt(split->near_x / rn2);
+    if (t.alpha * t.alpha * rn2 > split->near_x)
+        t.alpha = fmax(sqrt(split->near_x / rn2), 0.25 * t.alpha);
     const int nh = harm_ncoef(lmax + 1), w = 2 * lmax + 4;
     const size_t nacc = (size_t)(t.strain ? 20 : 2) * t.n;
     const size_t nmem =
@@ -347,26 +344,29 @@ int pbc_cell_far_table_split(const pbc_cell *cell, const int *near, int nnear, i
         t.clm[tri(l, 0)] = l == 0 ? 1.0 : t.clm[tri(l - 1, 0)] * l * l / (2 * l - 1);
         for (int m = 0; m < l; ++m) t.clm[tri(l, m + 1)] = t.clm[tri(l, m)] * (l + m + 1) / (l - m);
     }
-    /* the shortest far image (within the farthest near image plus the longest row: a row added
-     * to the farthest near image lands outside N, or a longer search finds one) */
-    double rf2 = HUGE_VAL,
-           reach = sqrt(rn2) + sqrt(fmax(norm2(h), fmax(norm2(h + 3), norm2(h + 6))));
-    while (rf2 == HUGE_VAL) {
-        lattice_ball(&t, h, g, reach, sn, nnear, BALL_SHORTEST_FAR, &rf2);
-        reach *= 2;
-    }
+    /* the shortest far image, or a longer one (the real range only grows with it): the
+     * shortest n +- e_d outside N over n in N (a ball-shaped N has the shortest far image there) */
+    double rf2 = HUGE_VAL;
+    for (int k = 0; k < nnear; ++k)
+        for (int d = 0; d < 6; ++d) {
+            int m[3] = {sn[3 * k], sn[3 * k + 1], sn[3 * k + 2]};
+            m[d % 3] += d < 3 ? 1 : -1;
+            double R[3];
+            combine(h, m, R);
+            if (!in_set(sn, nnear, m)) rf2 = fmin(rf2, norm2(R));
+        }
     range_ctx rctx = {lmax, t.alpha * sqrt(rf2), t.g, t.dg};
     const double xr = solve_down(real_tail, &rctx, 8.0, split->eps),
                  xk = solve_down(recip_tail, &rctx, 8.0, split->eps);
     const double rc_real = sqrt(xr) / t.alpha;
-    lattice_ball(&t, h, g, rc_real, sn, nnear, BALL_REAL, NULL);
+    lattice_ball(&t, h, g, rc_real, sn, nnear, 0);
     /* near images beyond the real-space range: -mu P_L with P_L ~ 1, never left out */
     for (int k = 0; k < nnear; ++k) {
         double R[3];
         combine(h, sn + 3 * k, R);
         if (positive(sn + 3 * k) && norm2(R) >= rc_real * rc_real) real_term(&t, R, 1);
     }
-    lattice_ball(&t, g, h, 2 * t.alpha * sqrt(xk), sn, nnear, BALL_RECIP, NULL);
+    lattice_ball(&t, g, h, 2 * t.alpha * sqrt(xk), sn, nnear, 1);
     free(sn);
     const double bg = FMM_PI / (t.V * t.alpha * t.alpha);
     t.are[0] += -2 * t.alpha / sqrt(FMM_PI) - bg;

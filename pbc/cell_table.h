@@ -38,8 +38,9 @@ int pbc_cell_far_table(const pbc_cell *cell, const int *near, int nnear, int lma
                        double *aim, double *vre, double *vim);
 
 /* The Ewald splitting behind pbc_cell_far_table: alpha = alpha_v / V^(1/3), lowered where needed
- * to alpha^2 |R|^2 <= near_x at every image R of N; the real and reciprocal sums run over the
- * lattice vectors whose terms' tails are above eps (relative), every R of N included. */
+ * (at most 4-fold) to alpha^2 |R|^2 <= near_x at every image R of N; the real and reciprocal sums
+ * run over the lattice vectors whose terms' tails are above eps (relative), every R of N
+ * included. */
 typedef struct pbc_far_split {
     double alpha_v, near_x, eps;
 } pbc_far_split;

@@ -473,6 +473,30 @@ TEST(CellTable, SmallOrdersAgreeWithLargerOnes) {
     }
 }
 
+TEST(CellTable, AnyNearSetIsTheFarImagesItLeavesOut) {
+    // N = {0} and N = {0, +-1000 a}: the tables differ by the two images' -2 mu_LM(1000 a) (even
+    // L), and a near set reaching far beyond the cell costs no unbounded time; its splitting has
+    // the 4-fold lower alpha, whose larger reciprocal and constant terms cost digits (1e-11 here)
+    const pbc_cell c = gromacs_cell(kRandomA);
+    const std::vector<int> n0 = {0, 0, 0}, n1 = {0, 0, 0, 1000, 0, 0, -1000, 0, 0};
+    const Table a = table(c, n0, 8, true), b = table(c, n1, 8, true);
+    const int n = harm_ncoef(8);
+    std::vector<double> mr(n), mi(n);
+    const double R[3] = {1000 * kRandomA[0], 0, 0};
+    harm_irregular_full(8, R, mr.data(), mi.data());
+    for (int l = 0; l <= 8; l += 2)
+        for (int m = -l; m <= l; ++m) {
+            const int f = harm_full(l, m);
+            EXPECT_NEAR(b.re[f], a.re[f] - 2 * mr[f], 1e-11 * (std::fabs(a.re[f]) + 1))
+                << l << " " << m;
+            EXPECT_NEAR(b.im[f], a.im[f] - 2 * mi[f], 1e-11 * (std::fabs(a.im[f]) + 1))
+                << l << " " << m;
+        }
+    // the strain derivative of -2 / |R| (degree 0) is 2 R_a R_b / |R|^3: xx only
+    EXPECT_NEAR(b.vre[0], a.vre[0] + 2 / R[0], 1e-11);
+    EXPECT_NEAR(b.vre[4 * n], a.vre[4 * n], 1e-11);
+}
+
 TEST(CellTable, BadInputIsRefusedAndWritesNothing) {
     const pbc_cell c = gromacs_cell(kCube);
     std::vector<int> near = near_set(c);
