@@ -21,10 +21,11 @@
 /* alpha V^(1/3) = 1.7 balances the real and reciprocal vector counts for compact cells. The near
  * images' terms -mu P_L are cancelled by the reciprocal sum, and where alpha^2 R^2 is large at a
  * near image they outgrow the table by orders of magnitude: against 32-digit evaluations of the
- * same formula, the largest error of a degree (relative to its largest entry, L <= 40) is 1e-12
- * for the 1:1:3 brick and 1e-13 for the cube unless alpha^2 R^2 <= 6 at the farthest near image,
- * and at most 8e-14 over the cube, 1:1:3, 2:2:1, dodecahedron and two triclinic cells with it.
- * Ranges: the tails beyond them are 2^-64 of the sums' terms. */
+ * same formula (docs/checks/cell_table_mp.py), the largest error of a degree (relative to its
+ * largest entry, L <= 40) is 1e-12 for the 1:1:3 brick and 1e-13 for the cube unless
+ * alpha^2 R^2 <= 6 at the farthest near image, and at most 8e-14 over the cube, 1:1:3, 2:2:1,
+ * dodecahedron and two triclinic cells with it. Ranges: the tails beyond them are 2^-64 of the
+ * sums' terms. */
 const pbc_far_split pbc_far_split_default = {1.7, 6.0, 0x1p-64};
 
 #define NEAR_MAX_INDEX (1 << 20)
