@@ -188,9 +188,11 @@ static int read_cells(lexer *L, fmm_vtk_mesh *m) {
         if (m->offset[0] != 0 || m->offset[a - 1] != b)
             return fail(L, FMM_ERR_FORMAT, "OFFSETS must run from 0 to the CONNECTIVITY size %ld",
                         b);
-        for (long i = 0; i + 1 < a; ++i)
-            if (m->offset[i + 1] < m->offset[i])
-                return fail(L, FMM_ERR_FORMAT, "OFFSETS entry %ld is smaller than the one before",
+        for (long i = 0; i + 1 < a; ++i) /* every cell has a node: as the classic form needs */
+            if (m->offset[i + 1] <= m->offset[i])
+                return fail(L, FMM_ERR_FORMAT,
+                            "OFFSETS entry %ld is not larger than the one before (a cell with no "
+                            "nodes)",
                             i + 1);
         m->ncells = a - 1;
         return 0;
@@ -261,7 +263,12 @@ static int read_mesh(lexer *L, fmm_vtk_mesh *m) {
             if (have_types++) return fail(L, FMM_ERR_FORMAT, "a second CELL_TYPES section");
             if ((rc = read_types(L, m, &ntypes))) return rc;
         } else if (!strcmp(t, "POINT_DATA") || !strcmp(t, "CELL_DATA")) {
-            break; /* attribute data follows the geometry: ignored */
+            /* attribute data follows the geometry: ignored, but read through (a NUL byte there is
+               an error as anywhere else) */
+            int rl = 0;
+            while (!L->eof && (rl = text_next(&L->r)) == TEXT_LINE) continue;
+            if (!L->eof) L->eof = 1, L->err = line_status(L, rl);
+            break;
         } else if (!is_section(t) && (have_pts || have_cells || have_types)) {
             return fail(L, FMM_ERR_FORMAT, "unexpected '%.40s' inside the geometry", t);
         } else {
