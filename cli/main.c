@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "fmm_version.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: fmm <command> [options]\n"
@@ -12,7 +13,8 @@ static void usage(FILE *f) {
                "  rbf        multiquadric RBF interpolation (FGP) and VTK mesh deformation\n"
                "  fgt        fast Gauss transform sum_i q_i exp(-|y-x_i|^2/h^2), 1-3 D (CPU/CUDA)\n"
                "  generate   write a test point set (uniform, plummer, sphere, water)\n"
-               "Run 'fmm <command> --help' for the options of a command.\n");
+               "Run 'fmm <command> --help' for the options of a command, 'fmm --version' for the\n"
+               "version and the build (CUDA, -march=native, OpenMP).\n");
 }
 
 int main(int argc, char **argv) {
@@ -22,6 +24,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+        printf("fmm %s (%s)\n", fmm_version(), fmm_build_info());
         return 0;
     }
     if (!strcmp(argv[1], "coulomb")) return cli_coulomb(argc - 1, argv + 1);

@@ -1,0 +1,72 @@
+# Included by CMakeLists.txt after the targets fmm (static) and fmm_cli: the shared library, the
+# install rules, the CMake package (find_package(fmm): fmm::fmm, fmm::fmm_shared) and the
+# pkg-config file fmm.pc. docs/install.md describes what a user gets.
+
+# The shared library is the static library's objects (compiled position-independent), linked
+# whole: one compilation for both, and a CUDA build's device code already linked inside libfmm.a.
+if(FMM_SHARED AND CMAKE_VERSION VERSION_LESS 3.24)
+  message(WARNING "fmm: the shared library needs CMake >= 3.24 ($<LINK_LIBRARY:WHOLE_ARCHIVE>); "
+                  "building the static library only")
+  set(FMM_SHARED OFF)
+endif()
+set(FMM_INSTALL_TARGETS fmm)
+if(FMM_SHARED)
+  add_library(fmm_shared SHARED ${CMAKE_SOURCE_DIR}/cmake/fmm_shared.c)
+  target_link_libraries(fmm_shared PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,fmm>")
+  target_include_directories(fmm_shared
+    INTERFACE $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include>
+              $<BUILD_INTERFACE:${CMAKE_BINARY_DIR}/include>
+              $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  set_target_properties(fmm_shared PROPERTIES
+    OUTPUT_NAME fmm EXPORT_NAME fmm_shared LINKER_LANGUAGE C
+    VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
+    CUDA_RESOLVE_DEVICE_SYMBOLS OFF)
+  if(FMM_HAVE_CUDA AND FMM_CUDA_DYNAMIC)
+    target_compile_definitions(fmm_shared INTERFACE FMM_M2L_DYNAMIC=1)
+  endif()
+  list(APPEND FMM_INSTALL_TARGETS fmm_shared)
+endif()
+
+# The Python package (pyproject.toml, scikit-build-core) installs the shared library into the
+# package only.
+if(SKBUILD)
+  if(NOT FMM_SHARED)
+    message(FATAL_ERROR "fmm: the Python package needs the shared library (FMM_SHARED, CMake >= 3.24)")
+  endif()
+  install(TARGETS fmm_shared LIBRARY DESTINATION fmm NAMELINK_SKIP)
+  return()
+endif()
+
+set(FMM_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fmm)
+install(TARGETS ${FMM_INSTALL_TARGETS} EXPORT fmmTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS fmm_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+file(GLOB FMM_PUBLIC_HEADERS ${CMAKE_SOURCE_DIR}/include/*.h)
+install(FILES ${FMM_PUBLIC_HEADERS} ${CMAKE_BINARY_DIR}/include/fmm_version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT fmmTargets NAMESPACE fmm:: DESTINATION ${FMM_CMAKE_DIR})
+
+include(CMakePackageConfigHelpers)
+configure_package_config_file(cmake/fmmConfig.cmake.in ${CMAKE_BINARY_DIR}/fmmConfig.cmake
+                              INSTALL_DESTINATION ${FMM_CMAKE_DIR})
+# 0.x: a new minor version may change the API
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/fmmConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/fmmConfig.cmake ${CMAKE_BINARY_DIR}/fmmConfigVersion.cmake
+        DESTINATION ${FMM_CMAKE_DIR})
+
+# fmm.pc: the link flags of fmm::fmm (OpenMP, libm, the CUDA runtimes), usable with either
+# library; its prefix is found from the file's own place (${pcfiledir}), so that
+# `cmake --install --prefix` anywhere works.
+file(RELATIVE_PATH FMM_PC_UP /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+set(FMM_PC_LIBS "${OpenMP_C_FLAGS} -lm")
+if(FMM_HAVE_CUDA)
+  string(APPEND FMM_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart")
+  if(FMM_CUDA_DYNAMIC)
+    string(APPEND FMM_PC_LIBS " -lcudadevrt")
+  endif()
+endif()
+configure_file(cmake/fmm.pc.in ${CMAKE_BINARY_DIR}/fmm.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/fmm.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
