@@ -169,8 +169,8 @@ static inline simd_d load_w(const double *v, long n, double fill) {
  * irregular (local). Padding lanes repeat the group's first particle with zero charge (a
  * point inside the group's range, so the irregular harmonics stay finite). */
 static void charges_to_expansion(int p, int irregular, double h, const double c[3], long n,
-                                 const double *x, const double *y, const double *z,
-                                 const double *q, double *out) {
+                                 const double *x, const double *y, const double *z, const double *q,
+                                 double *out) {
     simd_d re[PART_TRI], im[PART_TRI], acc[(PART_PMAX + 1) * (PART_PMAX + 1)];
     const double ih = 1.0 / h;
     const int nc = harm_ncoef(p);
@@ -254,7 +254,8 @@ void harm_l2p(int p, double h, const double c[3], const double *u, long n, const
     }
 }
 
-void harm_local_force(int p, double h, const double *u, long ustride, const double *w, double F[3]) {
+void harm_local_force(int p, double h, const double *u, long ustride, const double *w,
+                      double F[3]) {
     double wr[PART_TRI], wi[PART_TRI];
     for (int l = 0; l <= p; ++l)
         for (int m = 0; m <= l; ++m) {
@@ -340,13 +341,15 @@ static void build_matrix(int p_out, int p_in, harm_coef_fn f, const void *ctx, d
         for (int m = 0; m <= l; ++m)
             for (int j = 0; j <= p_in; ++j)
                 for (int k = 0; k <= j; ++k) {
-                    /* out_lm = c1 a + c2 conj(a), a = in_jk, since in_{j,-k} = (-1)^k conj(in_jk) */
+                    /* out_lm = c1 a + c2 conj(a), a = in_jk, since
+                       in_{j,-k} = (-1)^k conj(in_jk) */
                     double complex c1 = f(l, m, j, k, ctx);
                     double complex c2 = k > 0 ? (k & 1 ? -1.0 : 1.0) * f(l, m, j, -k, ctx) : 0.0;
                     double c1r = creal(c1), c1i = cimag(c1), c2r = creal(c2), c2i = cimag(c2);
                     double *rowr = A + (size_t)harm_re(l, m) * nin;
                     double *rowi = m > 0 ? A + (size_t)harm_im(l, m) * nin : NULL;
-                    /* Re out = (c1r + c2r) ar + (c2i - c1i) ai ; Im out = (c1i + c2i) ar + (c1r - c2r) ai */
+                    /* Re out = (c1r + c2r) ar + (c2i - c1i) ai;
+                       Im out = (c1i + c2i) ar + (c1r - c2r) ai */
                     rowr[harm_re(j, k)] += c1r + c2r;
                     if (k > 0) rowr[harm_im(j, k)] += c2i - c1i;
                     if (rowi) {
@@ -360,9 +363,19 @@ struct table_ctx {
     const double *re, *im; /* full-index harmonic table */
 };
 
+/* re + i im, exactly (CMPLX is not defined for every compiler): a double complex is laid out as
+   an array of its two parts (C11 6.2.5) */
+static inline double complex make_complex(double re, double im) {
+    union {
+        double complex z;
+        double v[2];
+    } u = {.v = {re, im}};
+    return u.z;
+}
+
 static double complex table_at(const struct table_ctx *c, int l, int m) {
     if (l < 0 || m > l || m < -l) return 0.0;
-    return CMPLX(c->re[harm_full(l, m)], c->im[harm_full(l, m)]);
+    return make_complex(c->re[harm_full(l, m)], c->im[harm_full(l, m)]);
 }
 
 /* M2M: w'_lm = sum_jk w_jk R_{l-j,m-k}(a - a'); scaled child (h/2) -> parent (h): 2^-j */

@@ -7,34 +7,42 @@
 #define NB PANEL_NB
 
 /* SIMD_W x SIMD_W transpose in log2(SIMD_W) shuffle stages (pairs, then 128-bit lanes, then
-   256-bit halves) */
-static inline void transpose(simd_d r[SIMD_W]) {
+   256-bit halves). __builtin_shufflevector (GCC >= 12, clang) takes the lane indices as
+   constants: lane i of the result is lane k of the concatenation of a and b. */
 #if SIMD_W == 8
-    const simd_l lo = {0, 8, 2, 10, 4, 12, 6, 14}, hi = {1, 9, 3, 11, 5, 13, 7, 15};
-    const simd_l l2 = {0, 1, 8, 9, 4, 5, 12, 13}, h2 = {2, 3, 10, 11, 6, 7, 14, 15};
-    const simd_l l4 = {0, 1, 2, 3, 8, 9, 10, 11}, h4 = {4, 5, 6, 7, 12, 13, 14, 15};
+#define SH_LO(a, b) __builtin_shufflevector(a, b, 0, 8, 2, 10, 4, 12, 6, 14)
+#define SH_HI(a, b) __builtin_shufflevector(a, b, 1, 9, 3, 11, 5, 13, 7, 15)
+#define SH_L2(a, b) __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13)
+#define SH_H2(a, b) __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15)
+#define SH_L4(a, b) __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11)
+#define SH_H4(a, b) __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15)
 #elif SIMD_W == 4
-    const simd_l lo = {0, 4, 2, 6}, hi = {1, 5, 3, 7}, l2 = {0, 1, 4, 5}, h2 = {2, 3, 6, 7};
+#define SH_LO(a, b) __builtin_shufflevector(a, b, 0, 4, 2, 6)
+#define SH_HI(a, b) __builtin_shufflevector(a, b, 1, 5, 3, 7)
+#define SH_L2(a, b) __builtin_shufflevector(a, b, 0, 1, 4, 5)
+#define SH_H2(a, b) __builtin_shufflevector(a, b, 2, 3, 6, 7)
 #else
-    const simd_l lo = {0, 2}, hi = {1, 3};
+#define SH_LO(a, b) __builtin_shufflevector(a, b, 0, 2)
+#define SH_HI(a, b) __builtin_shufflevector(a, b, 1, 3)
 #endif
+static inline void transpose(simd_d r[SIMD_W]) {
     simd_d t[SIMD_W];
     for (int i = 0; i < SIMD_W; i += 2) {
-        t[i] = __builtin_shuffle(r[i], r[i + 1], lo);
-        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi);
+        t[i] = SH_LO(r[i], r[i + 1]);
+        t[i + 1] = SH_HI(r[i], r[i + 1]);
     }
 #if SIMD_W >= 4
     simd_d u[SIMD_W];
     for (int i = 0; i < SIMD_W; i += 4) {
-        u[i] = __builtin_shuffle(t[i], t[i + 2], l2);
-        u[i + 2] = __builtin_shuffle(t[i], t[i + 2], h2);
-        u[i + 1] = __builtin_shuffle(t[i + 1], t[i + 3], l2);
-        u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], h2);
+        u[i] = SH_L2(t[i], t[i + 2]);
+        u[i + 2] = SH_H2(t[i], t[i + 2]);
+        u[i + 1] = SH_L2(t[i + 1], t[i + 3]);
+        u[i + 3] = SH_H2(t[i + 1], t[i + 3]);
     }
 #if SIMD_W == 8
     for (int i = 0; i < 4; ++i) {
-        r[i] = __builtin_shuffle(u[i], u[i + 4], l4);
-        r[i + 4] = __builtin_shuffle(u[i], u[i + 4], h4);
+        r[i] = SH_L4(u[i], u[i + 4]);
+        r[i + 4] = SH_H4(u[i], u[i + 4]);
     }
 #else
     for (int i = 0; i < SIMD_W; ++i) r[i] = u[i];
@@ -70,7 +78,8 @@ static inline void row_combo(int nk, const double *restrict a, const double *res
 static void rotate(int p, const double *R, const double *in, double *out) {
     for (int l = 0; l <= p; ++l) {
         int w = 2 * l + 1;
-        for (int i = 0; i < w; ++i) row_combo(w, R + i * w, in, l * l, 1, out + (size_t)(l * l + i) * NB);
+        for (int i = 0; i < w; ++i)
+            row_combo(w, R + i * w, in, l * l, 1, out + (size_t)(l * l + i) * NB);
         R += w * w;
     }
 }
@@ -83,12 +92,14 @@ static void translate_z(const factored_op *op, const double *in, double *out) {
         const double *zr = op->zre + op->zoff[m], *zi = op->zim + op->zoff[m];
         for (int l = m; l <= p; ++l) {
             /* rows re(j,m) = j^2 + 2m - 1 (m > 0) or j^2: not equally spaced in j, so gather */
-            size_t ore = (size_t)(l * l + (m ? 2 * m - 1 : 0)) * NB, oim = (size_t)(l * l + 2 * m) * NB;
+            size_t ore = (size_t)(l * l + (m ? 2 * m - 1 : 0)) * NB,
+                   oim = (size_t)(l * l + 2 * m) * NB;
             for (int c = 0; c < NV; c += CH / 2) { /* Re and Im accumulators share the registers */
                 simd_d ar[CH / 2] = {{0}}, ai[CH / 2] = {{0}};
                 for (int j = m; j <= p; ++j) {
                     double sr = zr[(l - m) * w + (j - m)];
-                    const simd_d *rr = (const simd_d *)(in + (size_t)(j * j + (m ? 2 * m - 1 : 0)) * NB) + c;
+                    const simd_d *rr =
+                        (const simd_d *)(in + (size_t)(j * j + (m ? 2 * m - 1 : 0)) * NB) + c;
                     for (int v = 0; v < CH / 2; ++v) ar[v] += rr[v] * sr;
                     if (m) {
                         double si = zi[(l - m) * w + (j - m)];
@@ -133,7 +144,8 @@ void panel_gather(int np, const double *X, int nc, const int *src, const unsigne
             simd_d r[SIMD_W];
             for (int jj = 0; jj < SIMD_W; ++jj) {
                 int j = j0 + jj;
-                r[jj] = j < nc ? simd_load(X + (size_t)src[j] * np + k0) * simd_load(sign + flag[j] * np + k0)
+                r[jj] = j < nc ? simd_load(X + (size_t)src[j] * np + k0) *
+                                     simd_load(sign + flag[j] * np + k0)
                                : simd_set1(0.0);
             }
             transpose(r);
