@@ -12,6 +12,9 @@
  *   it once complete and checked, so that a failed write (a full disk) leaves the old file as
  *   it was. Targets that are not regular files (a symbolic link such as /dev/stdout, a device,
  *   a pipe) are written directly.
+ * - The path "-" (TEXT_STDIO) is the standard input for text_open and the standard output for
+ *   text_out_open, the usual convention of command-line tools: the same as naming /dev/stdin or
+ *   /dev/stdout, also where those do not exist. The stream is read or written, never closed.
  *
  * Header-only (static inline): the library (rbf/vtk_io.c), the test-system library
  * (systems/pointsets.c) and the CLI each compile it, without a link dependency between them.
@@ -64,16 +67,22 @@ enum text_status {
 };
 
 #define TEXT_CHUNK 65536 /* bytes per fread */
+#define TEXT_STDIO "-"   /* the path that names the standard input or output */
+
+static inline int text_is_stdio(const char *path) {
+    return !strcmp(path, TEXT_STDIO);
+}
 
 typedef struct text_reader {
     FILE *f;
-    char *line;  /* the current line, NUL-terminated, without its '\n' */
-    size_t len;  /* its length */
-    size_t cap;  /* bytes allocated for it */
-    long lineno; /* number of the current line (from 1); after TEXT_ERR_NUL/READ the failing one */
-    int newline; /* the current line ended with '\n' (0 only for the last line of a file) */
-    int err;     /* errno of a failed open or read */
-    char *chunk; /* read buffer, TEXT_CHUNK bytes, chunk[pos..end) not yet consumed */
+    char *line;   /* the current line, NUL-terminated, without its '\n' */
+    size_t len;   /* its length */
+    size_t cap;   /* bytes allocated for it */
+    long lineno;  /* number of the current line (from 1); after TEXT_ERR_NUL/READ the failing one */
+    int newline;  /* the current line ended with '\n' (0 only for the last line of a file) */
+    int err;      /* errno of a failed open or read */
+    int borrowed; /* f is stdin ("-"): not closed */
+    char *chunk;  /* read buffer, TEXT_CHUNK bytes, chunk[pos..end) not yet consumed */
     size_t pos, end;
 } text_reader;
 
@@ -81,23 +90,24 @@ static inline int text_is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
-/* Opens path for reading: 0, or TEXT_ERR_OPEN (r->err says why; a directory is EISDIR) or
- * TEXT_ERR_NOMEM. After 0, call text_close once done. */
+/* Opens path ("-": the standard input) for reading: 0, or TEXT_ERR_OPEN (r->err says why; a
+ * directory is EISDIR) or TEXT_ERR_NOMEM. After 0, call text_close once done. */
 static inline int text_open(text_reader *r, const char *path) {
     memset(r, 0, sizeof *r);
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (text_is_stdio(path)) {
+        r->f = stdin;
+        r->borrowed = 1;
+    } else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         r->err = EISDIR;
         return TEXT_ERR_OPEN;
-    }
-    r->f = fopen(path, "rb");
-    if (!r->f) {
+    } else if (!(r->f = fopen(path, "rb"))) {
         r->err = errno;
         return TEXT_ERR_OPEN;
     }
     r->chunk = (char *)malloc(TEXT_CHUNK);
     if (!r->chunk) {
-        fclose(r->f);
+        if (!r->borrowed) fclose(r->f);
         r->f = NULL;
         return TEXT_ERR_NOMEM;
     }
@@ -105,7 +115,7 @@ static inline int text_open(text_reader *r, const char *path) {
 }
 
 static inline void text_close(text_reader *r) {
-    if (r->f) fclose(r->f);
+    if (r->f && !r->borrowed) fclose(r->f);
     free(r->line);
     free(r->chunk);
     memset(r, 0, sizeof *r);
@@ -268,15 +278,21 @@ typedef struct text_out {
     const char *path; /* the target */
     char *tmp;        /* the temporary file beside it; NULL when writing the target directly */
     int err;          /* errno of the first failed write, 0 if none */
+    int borrowed;     /* f is stdout ("-"): flushed, not closed */
 } text_out;
 
 /* Opens path for writing: a new temporary file in path's directory (with the permissions of an
  * existing regular file at path), or path itself when it is a symbolic link, a device (such as
  * /dev/stdout or /dev/null) or a pipe: those are written directly, neither replaced nor made
- * atomic. 0, or -1 with errno (EISDIR for a directory). */
+ * atomic; "-" is the standard output. 0, or -1 with errno (EISDIR for a directory). */
 static inline int text_out_open(text_out *o, const char *path) {
     memset(o, 0, sizeof *o);
     o->path = path;
+    if (text_is_stdio(path)) {
+        o->f = stdout;
+        o->borrowed = 1;
+        return 0;
+    }
     struct stat st;
     const int exists = lstat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode)) {
@@ -327,16 +343,25 @@ text_out_printf(text_out *o, const char *fmt, ...) {
     if (w < 0 && !o->err) o->err = errno ? errno : EIO;
 }
 
-/* Completes the file: flushes and closes it (every failure checked) and renames the temporary
- * file over the target. 0, or -1 with errno saying why; then the temporary file is removed and
- * the target is as it was before text_out_open (unless it is written directly). */
+/* n lines "x y z q" (%.17g, which reads back as the same doubles): the particle file of
+ * 'fmm coulomb' and 'fmm generate' from interleaved xyz (3n) and q (n). */
+static inline void text_out_xyzq(text_out *o, long n, const double *xyz, const double *q) {
+    for (long i = 0; i < n; i++)
+        text_out_printf(o, "%.17g %.17g %.17g %.17g\n", xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2],
+                        q[i]);
+}
+
+/* Completes the file: flushes and closes it (the standard output: flushes it; every failure
+ * checked) and renames the temporary file over the target. 0, or -1 with errno saying why; then
+ * the temporary file is removed and the target is as it was before text_out_open (unless it is
+ * written directly). */
 static inline int text_out_commit(text_out *o) {
     int err = o->err;
     if (fflush(o->f) && !err) err = errno ? errno : EIO;
     if (ferror(o->f) && !err) err = EIO;
     /* on the disk before it replaces the old file (and a delayed write error shows here) */
     if (o->tmp && !err && fsync(fileno(o->f))) err = errno;
-    if (fclose(o->f) && !err) err = errno ? errno : EIO;
+    if (!o->borrowed && fclose(o->f) && !err) err = errno ? errno : EIO;
     o->f = NULL;
     if (o->tmp) {
         if (!err && rename(o->tmp, o->path)) err = errno;
@@ -351,7 +376,7 @@ static inline int text_out_commit(text_out *o) {
 /* Gives up a file opened by text_out_open: the temporary file is removed, the target kept. */
 static inline void text_out_abandon(text_out *o) {
     const int e = errno;
-    if (o->f) fclose(o->f);
+    if (o->f && !o->borrowed) fclose(o->f);
     if (o->tmp) remove(o->tmp);
     free(o->tmp);
     memset(o, 0, sizeof *o);

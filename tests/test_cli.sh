@@ -225,12 +225,28 @@ fi
 expect_bad "unknown command" frobnicate --in "$good"
 
 # generate: a kind, then options; its output is coulomb's input
-expect_help generate uniform plummer sphere water --n --seed --out
-name="generate water --n 50: 150 atoms and the box edge, read back by coulomb"
-run generate water --n 50 --seed 3 --out "$tmp/water.txt"
-L=$(value box)
+expect_help generate uniform plummer sphere water --n --molecules --seed --out
+name="generate water --molecules 50: 150 atoms, the box as the file's '# box L L L' line, nothing on stdout"
+run generate water --molecules 50 --seed 3 --out "$tmp/water.txt"
+box_line=$(grep '^# box' "$tmp/water.txt" 2>/dev/null)
+L=$(awk '/^# box/ { print $3; exit }' "$tmp/water.txt" 2>/dev/null)
+if [ "$rc" -eq 0 ] && [ ! -s "$tmp/stdout" ] && [ "$(head -1 "$tmp/water.txt")" = "$box_line" ] &&
+    [ "$(grep -vc '^#' "$tmp/water.txt")" -eq 150 ] && is_le 1 "$L" && is_le "$L" 2 &&
+    [ "$(awk '/^# box/ { print NF }' "$tmp/water.txt")" -eq 5 ] &&
+    [ "$(awk '/^# box/ { print ($3 == $4 && $4 == $5) }' "$tmp/water.txt")" -eq 1 ]; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, stdout '$(head -c 80 "$tmp/stdout")', box line '$box_line'"
+fi
+name="generate water: the box line's edge holds the atoms at water's density, read back by coulomb"
 run coulomb --in "$tmp/water.txt" --periodic --box "$L"
-if [ "$rc" -eq 0 ] && [ "$(value n)" = 150 ]; then pass "$name"; else fail "$name" "exit $rc, n '$(value n)'"; fi
+if [ "$rc" -eq 0 ] && [ "$(value n)" = 150 ] &&
+    awk -v L="$L" '!/^#/ { for (d = 1; d <= 3; d++) if ($d < 0 || $d >= L) exit 1 }
+        END { d = 50 / (L * L * L); exit !(d > 30 && d < 37) }' "$tmp/water.txt"; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, n '$(value n)', L '$L'"
+fi
 name="--periodic --vacuum --reference on neutral water: vacuum-converted Ewald reference, virial printed"
 run coulomb --in "$tmp/water.txt" --periodic --vacuum --box "$L" --tolerance 1e-6 --reference
 if [ "$rc" -eq 0 ] && is_le "$(value rel_l2_error_phi)" 1e-6 && is_le "$(value rel_error_energy)" 1e-6 &&
@@ -243,6 +259,78 @@ expect_bad "generate: no kind" generate --n 10 --out "$tmp/g.txt"
 expect_bad "generate: unknown kind" generate cube --n 10 --out "$tmp/g.txt"
 expect_bad "generate: two kinds" generate uniform sphere --n 10 --out "$tmp/g.txt"
 expect_bad "generate: --n 0" generate uniform --n 0 --out "$tmp/g.txt"
+expect_msg "generate water --n: water counts molecules, says --molecules" "give --molecules M \(3M atoms\), not --n" \
+    generate water --n 50 --out "$tmp/g.txt"
+expect_msg "generate water without a count" "give --molecules M" generate water --out "$tmp/g.txt"
+expect_msg "generate uniform --molecules: points are --n" "uniform needs --n N \(points\); --molecules is for water" \
+    generate uniform --molecules 5 --out "$tmp/g.txt"
+expect_msg "generate: --molecules 0 names the range" "--molecules must be >= 1" generate water --molecules 0 --out "$tmp/g.txt"
+
+# '-' names the standard input of every input file and the standard output of every output file
+# run_in FILE ARGS...: run, with FILE as the standard input
+run_in() {
+    local in=$1
+    shift
+    timeout 120 "$FMM" "$@" >"$tmp/stdout" 2>"$tmp/stderr" <"$in"
+    rc=$?
+}
+name="coulomb --in -: reads the standard input, the same energy as from the file"
+run coulomb --in "$good" --order 6
+e_file=$(value energy)
+run_in "$good" coulomb --in - --order 6
+if [ "$rc" -eq 0 ] && [ "$(value n)" = $N ] && [ "$(value energy)" = "$e_file" ]; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, n '$(value n)', energy '$(value energy)' vs '$e_file'"
+fi
+name="coulomb --out -: the values on the standard output, the same as in a file"
+run coulomb --in "$two" --out "$tmp/two.out"
+run coulomb --in "$two" --out -
+if [ "$rc" -eq 0 ] && [ "$(grep -c '^-*1 1 0 0$' "$tmp/stdout")" -eq 2 ] &&
+    [ "$(grep '^-*1 1 0 0$' "$tmp/stdout")" = "$(cat "$tmp/two.out")" ] && [ "$(value n)" = 2 ]; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, $(tr '\n' ';' <"$tmp/stdout")"
+fi
+name="generate --out - | coulomb --in -: a pipe"
+timeout 120 "$FMM" generate water --molecules 20 --seed 4 --out - 2>"$tmp/stderr" |
+    timeout 120 "$FMM" coulomb --in - --periodic --box 1 >"$tmp/stdout" 2>>"$tmp/stderr"
+st="${PIPESTATUS[*]}"
+if [ "$st" = "0 0" ] && [ "$(value n)" = 60 ]; then
+    pass "$name"
+else
+    fail "$name" "exit $st, n '$(value n)'"
+fi
+name="generate --out -: the same bytes as the file"
+run generate plummer --n 200 --seed 5 --out "$tmp/pl.txt"
+run generate plummer --n 200 --seed 5 --out -
+if [ "$rc" -eq 0 ] && cmp -s "$tmp/stdout" "$tmp/pl.txt"; then pass "$name"; else fail "$name" "exit $rc"; fi
+expect_msg_in() { # expect_msg_in NAME REGEX FILE ARGS...: expect_msg with FILE as the standard input
+    local name=$1 re=$2
+    shift 2
+    run_in "$@"
+    check_bad "$name" "$re"
+}
+printf '0 0 0 1\n\0 1 0 0 -1\n' >"$tmp/nul_stdin.txt"
+expect_msg_in "--in - with a NUL byte names the standard input's line" "^fmm coulomb: -:2: NUL byte" \
+    "$tmp/nul_stdin.txt" coulomb --in -
+expect_msg_in "--in - with nothing on the standard input" "no particles|no rows|empty" /dev/null coulomb --in -
+name="--out - onto a full device: a clean error that says why"
+timeout 120 "$FMM" coulomb --in "$two" --out - >/dev/full 2>"$tmp/stderr" </dev/null
+rc=$?
+: >"$tmp/stdout"
+check_bad "$name" "cannot write '-': No space left on device"
+name="fgt --sources - --targets FILE --out -: the same values as with files"
+awk '!/^#/ && NF { print $1, $2, $3, $4 }' "$small" >"$tmp/fgt_src.txt"
+awk '!/^#/ && NF { print $1, $2, $3 }' "$small" >"$tmp/fgt_trg.txt"
+run fgt --sources "$tmp/fgt_src.txt" --targets "$tmp/fgt_trg.txt" --bandwidth 0.3 --out "$tmp/fgt.out"
+run_in "$tmp/fgt_src.txt" fgt --sources - --targets "$tmp/fgt_trg.txt" --bandwidth 0.3 --out -
+if [ "$rc" -eq 0 ] && [ -s "$tmp/fgt.out" ] &&
+    [ "$(head -n "$(nlines "$tmp/fgt.out")" "$tmp/stdout")" = "$(cat "$tmp/fgt.out")" ]; then
+    pass "$name"
+else
+    fail "$name" "exit $rc"
+fi
 
 # ---------------------------------------------------------------------------------------
 # issue 33: every input gets a correct result or a clear error that names the file and line
