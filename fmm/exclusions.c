@@ -63,8 +63,8 @@ void excl_free(excl_list *x) {
 }
 
 int excl_apply(const excl_list *x, const double *X, const double *Y, const double *Z,
-               const double *q, const int *at, double L, int threads, double *phi, double *field,
-               double *energy, double *virial) {
+               const double *q, const int *at, double L, const pbc_min_image *mi, int threads,
+               double *phi, double *field, double *energy, double *virial) {
     if (x->npairs == 0) return FMM_OK;
     const long natoms = x->natoms;
     const int nt = threads > 0 ? threads : omp_get_max_threads();
@@ -81,7 +81,9 @@ int excl_apply(const excl_list *x, const double *X, const double *Y, const doubl
             double acc[EXCL_N] = {0};
             for (int k = x->start[i]; k < x->start[i + 1]; ++k) {
                 const long sj = at ? at[x->partner[k]] : x->partner[k];
-                excl_term(X[si] - X[sj], Y[si] - Y[sj], Z[si] - Z[sj], L, q[si], q[sj], acc);
+                double d[3] = {X[si] - X[sj], Y[si] - Y[sj], Z[si] - Z[sj]};
+                if (mi) pbc_min_image_apply(mi, d);
+                excl_term(d[0], d[1], d[2], L, q[si], q[sj], acc);
             }
             if (phi) phi[i] -= acc[EXCL_PHI];
             if (field)

@@ -9,6 +9,8 @@
 
 #include <math.h>
 
+#include "pbc/cell.h"
+
 #ifdef __CUDACC__
 #define EXCL_HD static __host__ __device__ inline
 #else
@@ -33,11 +35,12 @@ void excl_free(excl_list *x);
 
 /* Subtract the excluded pairs' terms from phi (n), field (3n), energy and virial (each may be
  * NULL), all in the caller's order. Atom i's position and charge are X/Y/Z/q[at[i]] (at NULL:
- * [i]); L > 0: periodic cube of edge L (minimum image), L = 0: open. The same input and thread
- * count give bitwise the same sums. FMM_OK, or FMM_ERR_NOMEM (nothing subtracted then). */
+ * [i]); L > 0: periodic cube of edge L (minimum image), L = 0: open; mi (not NULL, L then 0):
+ * the minimum image in a periodic cell. The same input and thread count give bitwise the same
+ * sums. FMM_OK, or FMM_ERR_NOMEM (nothing subtracted then). */
 int excl_apply(const excl_list *x, const double *X, const double *Y, const double *Z,
-               const double *q, const int *at, double L, int threads, double *phi, double *field,
-               double *energy, double *virial);
+               const double *q, const int *at, double L, const pbc_min_image *mi, int threads,
+               double *phi, double *field, double *energy, double *virial);
 
 enum { EXCL_PHI = 0, EXCL_E = 1, EXCL_ENERGY = 4, EXCL_VIR = 5, EXCL_N = 14 };
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/harmonics.h"
+#include "core/mathconst.h"
 #include "core/octree.h"
 #include "core/p2p.h"
 #include "core/panel.h"
@@ -14,9 +15,12 @@
 #include "core/scale.h"
 #include "fmm/accuracy.h"
 #include "fmm/exclusions.h"
+#include "fmm/images.h"
 #include "fmm/fmm_cuda.h"
 #include "m2l/m2l_cpu.h"
 #include "m2l/operators.h"
+#include "pbc/cell.h"
+#include "pbc/cell_table.h"
 #include "pbc/cluster.h"
 #include "pbc/lattice.h"
 
@@ -55,6 +59,19 @@ struct fmm_plan {
     long gpu_n;
     int gpu_depth;
     double gpu_lo[3], gpu_side;
+    /* a periodic cell other than a cube (fmm_makeplan_cell; docs/periodic-cells.md section 8):
+       the tree is open over the cube around the brick, the near images n != 0 of img_n act
+       through fmm/images.h, the others through `lattice`, the table of pbc/cell_table.h for the
+       cell in units of its longest diagonal entry; vtab holds that table's strain derivatives */
+    int is_cell;
+    double cellh[9];  /* the caller's rows a, b, c */
+    double cell_u;    /* max(ax, by, cz) of cellh: the tables' unit of length */
+    int nimg;         /* near images, n = 0 first */
+    int *img_n;       /* [3 nimg] */
+    pbc_cell cell;    /* in the plan's units */
+    pbc_min_image mi; /* minimum images in that cell (exclusions) */
+    img_lists img;
+    double *fimg; /* [3 nimg] total force of each near image on the cell (virial) */
 };
 
 void fmm_default_opts(fmm_opts *o) {
@@ -95,6 +112,8 @@ static int check_opts(const fmm_opts *o) {
 
 static void free_points(fmm_plan *P) {
     oct_free(&P->tree);
+    img_free(&P->img);
+    pbc_min_image_free(&P->mi);
     free(P->W), free(P->U), free(P->q);
     P->W = P->U = P->q = NULL;
     P->phi = P->ex = P->ey = P->ez = NULL;
@@ -111,6 +130,7 @@ void fmm_destroy(fmm_plan *P) {
 #endif
     m2l_operators_free(&P->ops);
     free(P->tr_mem), free(P->zoff), free(P->lattice), free(P->bg), free(P->near_op), free(P->vtab);
+    free(P->img_n), free(P->fimg);
     free(P);
 }
 
@@ -147,25 +167,53 @@ static int init_child_translations(fmm_plan *P) {
     return FMM_OK;
 }
 
-int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
-    if (!opts || !plan) return FMM_ERR_ARG;
-    *plan = NULL;
-    int rc = check_opts(opts);
-    if (rc) return rc;
-    if (box)
-        for (int d = 0; d < 3; ++d)
-            if (!(isfinite(box[d]) && box[d] > 0)) return FMM_ERR_BOX;
-    /* periodic: the lattice operator is for a cube (orthorhombic cells need their own
-     * lattice sums and well-separation rules) */
-    if (opts->periodic &&
-        (!box || fabs(box[1] - box[0]) > 1e-12 * box[0] || fabs(box[2] - box[0]) > 1e-12 * box[0]))
-        return FMM_ERR_BOX;
+/* The plan's cell in units of cell_u, the side of the tree's root cube */
+static int unit_cell(const fmm_plan *P, pbc_cell *cu) {
+    double hu[9];
+    for (int k = 0; k < 9; ++k) hu[k] = P->cellh[k] / P->cell_u;
+    return pbc_cell_init(cu, hu) ? FMM_ERR_BOX : FMM_OK;
+}
+
+/* A cell plan's near set N (n = 0 first: the images within 2 r / theta of the brick's radius r,
+ * docs/periodic-cells.md section 6) and the far table for the images beyond it, as one M2L of the
+ * root's scaled expansions. */
+static int cell_tables(fmm_plan *P) {
+    pbc_cell cu;
+    if (unit_cell(P, &cu)) return FMM_ERR_BOX;
+    const double radius = 2 * pbc_cell_brick_radius(&cu) / IMG_THETA;
+    const int nn = pbc_cell_near_set(&cu, radius, NULL, 0);
+    if (nn < 1) return FMM_ERR_NOMEM; /* a cell so thin that the search was cut off */
+    P->img_n = malloc(sizeof(int) * 3 * (size_t)nn);
+    if (!P->img_n) return FMM_ERR_NOMEM;
+    pbc_cell_near_set(&cu, radius, P->img_n, nn);
+    P->nimg = nn;
+    for (int k = 0; k < nn; ++k) /* n = 0 first */
+        if (!P->img_n[3 * k] && !P->img_n[3 * k + 1] && !P->img_n[3 * k + 2])
+            for (int d = 0; d < 3; ++d) P->img_n[3 * k + d] = P->img_n[d], P->img_n[d] = 0;
+    const int ng = harm_ncoef(2 * P->p);
+    double *are = malloc(sizeof(double) * 2 * (size_t)ng);
+    P->lattice = malloc(sizeof(double) * (size_t)P->ncoef * P->ncoef);
+    P->fimg = malloc(sizeof(double) * 3 * (size_t)nn);
+    int rc = !are || !P->lattice || !P->fimg
+                 ? FMM_ERR_NOMEM
+                 : pbc_cell_far_table(&cu, P->img_n, nn, 2 * P->p, are, are + ng, NULL, NULL);
+    if (!rc) harm_m2l_matrix_table(P->p, are, are + ng, P->lattice);
+    free(are);
+    return rc;
+}
+
+static int makeplan(const fmm_opts *opts, const double *box, const double *cellh, fmm_plan **plan) {
     fmm_plan *P = calloc(1, sizeof *P);
     if (!P) return FMM_ERR_NOMEM;
     P->opts = *opts;
     if (box) {
         P->have_box = 1;
         memcpy(P->box, box, sizeof P->box);
+    }
+    if (cellh) {
+        P->is_cell = 1;
+        memcpy(P->cellh, cellh, sizeof P->cellh);
+        P->cell_u = fmax(cellh[0], fmax(cellh[4], cellh[8]));
     }
     P->p = opts->order > 0 ? opts->order : fmm_order_for_tolerance(opts->tolerance, opts->periodic);
     P->leaf = opts->leaf_size > 0 ? opts->leaf_size : fmm_leaf_for_order(P->p);
@@ -177,7 +225,13 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
     }
     P->npad = P->ops.npad;
     P->compact_hint = -1;
-    if (opts->periodic) {
+    if (cellh) {
+        int rc = cell_tables(P);
+        if (rc) {
+            fmm_destroy(P);
+            return rc;
+        }
+    } else if (opts->periodic) {
         int ng = harm_ncoef(2 * P->p);
         double *are = malloc(sizeof(double) * ng), *aim = malloc(sizeof(double) * ng);
         P->lattice = malloc(sizeof(double) * nn);
@@ -223,6 +277,38 @@ int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
 #endif
     *plan = P;
     return FMM_OK;
+}
+
+int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan) {
+    if (!opts || !plan) return FMM_ERR_ARG;
+    *plan = NULL;
+    int rc = check_opts(opts);
+    if (rc) return rc;
+    if (box)
+        for (int d = 0; d < 3; ++d)
+            if (!(isfinite(box[d]) && box[d] > 0)) return FMM_ERR_BOX;
+    if (opts->periodic && !box) return FMM_ERR_BOX;
+    /* periodic and not a cube (to 1e-12): a rectangular cell */
+    if (opts->periodic &&
+        (fabs(box[1] - box[0]) > 1e-12 * box[0] || fabs(box[2] - box[0]) > 1e-12 * box[0])) {
+        const double h[9] = {box[0], 0, 0, 0, box[1], 0, 0, 0, box[2]};
+        return fmm_makeplan_cell(opts, h, plan);
+    }
+    return makeplan(opts, box, NULL, plan);
+}
+
+int fmm_makeplan_cell(const fmm_opts *opts, const double cell[9], fmm_plan **plan) {
+    if (!opts || !plan || !cell) return FMM_ERR_ARG;
+    *plan = NULL;
+    int rc = check_opts(opts);
+    if (rc) return rc;
+    if (!opts->periodic) return FMM_ERR_ARG;
+    pbc_cell c;
+    if (pbc_cell_init(&c, cell)) return FMM_ERR_BOX;
+    const double diag[3] = {cell[0], cell[4], cell[8]};
+    if (c.cube) return makeplan(opts, diag, NULL, plan);
+    if (opts->device == FMM_DEVICE_CUDA) return FMM_ERR_BOX; /* CUDA plans take cubes for now */
+    return makeplan(opts, diag, cell, plan);
 }
 
 /* Centre c of a periodic cell of side L on the charges (pbc/cluster.h; movable: else the box's
@@ -271,9 +357,62 @@ static int gpu_setpts(fmm_plan *P, long n, const void *xyz, int src, const doubl
 }
 #endif
 
+/* A cell plan's tree of n points (plan units): wrapped into the brick, an open octree over the
+ * cube of side cell_u centred on the brick, the lists of the near images. */
+static int place_cell(fmm_plan *P, long n, const double *xyz) {
+    const double f = ldexp(1.0, -P->lexp), side = P->cell_u * f;
+    double h[9], lo[3];
+    for (int k = 0; k < 9; ++k) h[k] = P->cellh[k] * f;
+    pbc_cell cell;
+    if (pbc_cell_init(&cell, h)) return FMM_ERR_BOX;
+    const double brick[3] = {h[0], h[4], h[8]};
+    for (int d = 0; d < 3; ++d) lo[d] = 0.5 * brick[d] - 0.5 * side;
+    double *w = malloc(sizeof(double) * 3 * (size_t)n);
+    double *shift = malloc(sizeof(double) * 3 * (size_t)P->nimg);
+    if (!w || !shift) {
+        free(w), free(shift);
+        return FMM_ERR_NOMEM;
+    }
+    int bad = 0;
+    for (long i = 0; i < n; ++i) {
+        double *y = w + 3 * i;
+        for (int d = 0; d < 3; ++d) y[d] = xyz[3 * i + d];
+        pbc_cell_wrap(&cell, y);
+        bad |= !(isfinite(y[0]) && isfinite(y[1]) && isfinite(y[2]));
+    }
+    for (int k = 0; k < P->nimg; ++k) pbc_cell_vector(&cell, P->img_n + 3 * k, shift + 3 * k);
+    int saved = omp_get_max_threads();
+    if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
+    octree t;
+    img_lists img;
+    pbc_min_image mi = {{0}, {0}, 0, NULL};
+    int rc = bad ? FMM_ERR_RANGE : oct_build(&t, n, w, lo, side, P->opts.depth, P->leaf, 0);
+    if (!rc && (rc = img_build(&img, &t, brick, P->nimg, P->img_n, shift, P->ncoef))) oct_free(&t);
+    if (!rc && (rc = pbc_min_image_init(&mi, &cell))) oct_free(&t), img_free(&img);
+    if (P->opts.threads > 0) omp_set_num_threads(saved);
+    free(w), free(shift);
+    if (rc) return rc;
+    size_t ne = (size_t)t.nbox * P->npad;
+    double *W = aligned_alloc(64, sizeof(double) * ne), *U = aligned_alloc(64, sizeof(double) * ne);
+    double *q = malloc(sizeof(double) * 5 * (size_t)n);
+    if (!W || !U || !q) {
+        free(W), free(U), free(q);
+        oct_free(&t), img_free(&img), pbc_min_image_free(&mi);
+        return FMM_ERR_NOMEM;
+    }
+    free_points(P);
+    if (n != P->q_n) P->q_n = 0;
+    P->tree = t, P->img = img, P->mi = mi, P->cell = cell;
+    P->W = W, P->U = U, P->q = q;
+    P->phi = q + n, P->ex = q + 2 * n, P->ey = q + 3 * n, P->ez = q + 4 * n;
+    P->have_pts = 1;
+    return FMM_OK;
+}
+
 /* The tree (CPU) or the device's copy (CUDA) of n points in the plan's units, xyz in double or
  * (f32, CUDA plans only) single precision, lo and hi their bounding box. */
 static int place(fmm_plan *P, long n, const void *xyz, int f32, double lo[3], const double hi[3]) {
+    if (P->is_cell) return place_cell(P, n, xyz); /* CPU only: xyz in double */
     double side;
     /* periodic with one leaf (CPU): the cell is centred on the charges (pbc/cluster.h) */
     const int root_only =
@@ -370,7 +509,8 @@ static int setpts(fmm_plan *P, long n, const void *xyz, int f32) {
        overflow), lies outside the range that needs none (core/scale.h) */
     double ext = 0.0;
     for (int d = 0; d < 3; ++d) ext = fmax(ext, 0.5 * hi[d] - 0.5 * lo[d]);
-    const int lexp = fmm_length_exponent(P->opts.periodic ? P->box[0] : ext, amax);
+    const int lexp =
+        fmm_length_exponent(P->is_cell ? P->cell_u : (P->opts.periodic ? P->box[0] : ext), amax);
     double *scaled = NULL;
     if (lexp) {
         const double f = ldexp(1.0, -lexp);
@@ -437,6 +577,9 @@ int fmm_get_info(const fmm_plan *P, fmm_info *info) {
     memset(info, 0, sizeof *info);
     info->order = P->p;
     info->leaf_size = P->leaf;
+    info->images = P->is_cell ? P->nimg : P->opts.periodic ? 27 : 0;
+    for (int k = 0; k < 9; ++k) info->cell[k] = P->is_cell ? P->cellh[k] : 0.0;
+    for (int d = 0; d < 3 && P->opts.periodic && !P->is_cell; ++d) info->cell[4 * d] = P->box[0];
     if (!P->have_pts) return FMM_OK;
     if (P->gpu) {
         info->depth = P->gpu_depth;
@@ -662,7 +805,7 @@ static int leaves(fmm_plan *P) {
             double *phi = P->phi + s0, *ex = P->ex + s0, *ey = P->ey + s0, *ez = P->ez + s0;
             memset(phi, 0, sizeof(double) * m), memset(ex, 0, sizeof(double) * m);
             memset(ey, 0, sizeof(double) * m), memset(ez, 0, sizeof(double) * m);
-            if (B->level >= 2 || t->periodic)
+            if (B->level >= 2 || t->periodic || P->is_cell)
                 harm_l2p(P->p, box_side(t, B->level), B->c, P->U + (size_t)b * np, m, x, y, z, phi,
                          ex, ey, ez);
             double *buf = P->virial ? calloc(4 * (size_t)m, sizeof(double)) : NULL;
@@ -757,6 +900,31 @@ static void periodic_corrections(fmm_plan *P) {
     }
 }
 
+/* A cell plan's corrections (docs/periodic-cells.md section 2): the isotropic quadratic of the far
+ * pair potential, (2 pi / 3V) sum_j q_j |Y_i - Y_j|^2, and for the vacuum boundary (neutral) the
+ * dipole term of U_vac = U_tf + (2 pi / 3V)|D|^2 (section 4). */
+static void cell_corrections(fmm_plan *P) {
+    const octree *t = &P->tree;
+    const long n = t->n;
+    const double *c = t->box[0].c, k = 2 * FMM_PI / (3 * P->cell.volume);
+    double Q = 0, D[3] = {0, 0, 0}, S2 = 0;
+    for (long i = 0; i < n; ++i) {
+        const double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
+        Q += P->q[i];
+        for (int d = 0; d < 3; ++d) D[d] += P->q[i] * Y[d];
+        S2 += P->q[i] * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]);
+    }
+    const double tf = P->opts.boundary == FMM_BOUNDARY_TINFOIL ? 1.0 : 0.0;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) {
+        const double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
+        P->phi[i] += k * (Q * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]) -
+                          2 * tf * (Y[0] * D[0] + Y[1] * D[1] + Y[2] * D[2]) + S2);
+        P->ex[i] += 2 * k * (tf * D[0] - Q * Y[0]), P->ey[i] += 2 * k * (tf * D[1] - Q * Y[1]),
+            P->ez[i] += 2 * k * (tf * D[2] - Q * Y[2]);
+    }
+}
+
 /* Periodic virial (recipe 5, lattice-sum form, extended to a net charge):
  *   W = sym[sum_i F_i (x) Y_i - 1/2 sum_n F_(0<-n) (x) nL] + W_lat,
  * F_(0<-n) the total force of image n (|n|_inf <= 1) on the cell, gathered through the tree.
@@ -772,19 +940,20 @@ static void periodic_corrections(fmm_plan *P) {
  * (2 pi / 3V)|D|^2 with D -> (I + e)D and V -> V(1 + tr e) under strain, so W_vac = W_tf - (2 pi /
  * 3V)(2 D D^T - |D|^2 I); the vacuum forces F_tf - (4 pi / 3V) q D already carry the D D^T part
  * through sum F (x) Y, which leaves W_lat without its |D|^2 term. */
-static void periodic_virial(int p, double L, int tinfoil, const double *w, const double *vtab,
-                            double c0, const double FY[9], const double fshift[81],
-                            const double D[3], double S2, double *Wout) {
-    const double V = L * L * L, pi = 3.14159265358979323846, Q = w[0];
+/* The general form, for cells too (docs/periodic-cells.md section 4): the root's side L (the
+ * scale of w and of the unit tables vtab), volume V, the image forces fshift[3k] of the nimg near
+ * images at shift[3k], and iso0, the isotropic term of a table without c0 (the cube's). */
+static void lattice_virial(int p, double L, double V, int tinfoil, const double *w,
+                           const double *vtab, double iso0, const double FY[9], int nimg,
+                           const double *fshift, const double *shift, const double D[3], double S2,
+                           double *Wout) {
+    const double pi = 3.14159265358979323846, Q = w[0];
     const int n2 = harm_ncoef(2 * p);
     double W[9];
     memcpy(W, FY, sizeof W);
-    for (int code = 0; code < 27; ++code) {
-        int s[3];
-        oct_shift_vec(code, s);
+    for (int k = 0; k < nimg; ++k)
         for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b) W[3 * a + b] -= 0.5 * fshift[3 * code + a] * s[b] * L;
-    }
+            for (int b = 0; b < 3; ++b) W[3 * a + b] -= 0.5 * fshift[3 * k + a] * shift[3 * k + b];
     /* C_LM from the full complex root multipole */
     double wr[HARM_NPAD_MAX], wi[HARM_NPAD_MAX];
     harm_real_to_full(p, w, wr, wi);
@@ -808,13 +977,26 @@ static void periodic_virial(int p, double L, int tinfoil, const double *w, const
         }
         free(cr);
     }
-    const double iso = tinfoil
-                           ? 2 * pi / (3 * V) * (Q * S2 - D[0] * D[0] - D[1] * D[1] - D[2] * D[2]) +
-                                 Q * Q * c0 / (6 * L)
-                           : 0.0;
+    const double iso =
+        tinfoil ? 2 * pi / (3 * V) * (Q * S2 - D[0] * D[0] - D[1] * D[1] - D[2] * D[2]) + iso0
+                : 0.0;
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b)
             Wout[3 * a + b] = 0.5 * (W[3 * a + b] + W[3 * b + a]) + (a == b ? iso : 0.0);
+}
+
+/* The cube: its 27 image codes, c0 outside the table (pbc/lattice.h) */
+static void periodic_virial(int p, double L, int tinfoil, const double *w, const double *vtab,
+                            double c0, const double FY[9], const double fshift[81],
+                            const double D[3], double S2, double *Wout) {
+    double shift[81];
+    for (int code = 0; code < 27; ++code) {
+        int s[3];
+        oct_shift_vec(code, s);
+        for (int b = 0; b < 3; ++b) shift[3 * code + b] = s[b] * L;
+    }
+    lattice_virial(p, L, L * L * L, tinfoil, w, vtab, w[0] * w[0] * c0 / (6 * L), FY, 27, fshift,
+                   shift, D, S2, Wout);
 }
 
 /* CPU pieces of the periodic virial: sum_i F_i (x) Y_i and the dipole about the cell centre */
@@ -846,9 +1028,14 @@ static int periodic_virial_cpu(fmm_plan *P, double *Wout) {
             for (int b = 0; b < 3; ++b) FY[3 * a + b] += F[a] * (xs[b][i] - g[b]);
         }
     }
+    const int tinfoil = P->opts.boundary == FMM_BOUNDARY_TINFOIL;
+    if (P->is_cell) {
+        lattice_virial(P->p, t->side, P->cell.volume, tinfoil, P->W, P->vtab, 0.0, FY, P->nimg,
+                       P->fimg, P->img.shift, D, S2, Wout);
+        return FMM_OK;
+    }
     if (P->compact && pbc_near_image_forces(P->p, t->side, P->W, P->fshift)) return FMM_ERR_NOMEM;
-    periodic_virial(P->p, t->side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, P->W, P->vtab,
-                    P->far_c0, FY, P->fshift, D, S2, Wout);
+    periodic_virial(P->p, t->side, tinfoil, P->W, P->vtab, P->far_c0, FY, P->fshift, D, S2, Wout);
     return FMM_OK;
 }
 
@@ -1008,14 +1195,27 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
         return FMM_ERR_BOUNDARY;
     P->virial = virial && P->opts.periodic;
     if (P->virial && !P->vtab) {
-        int n2 = harm_ncoef(2 * P->p);
+        int n2 = harm_ncoef(2 * P->p), rc = FMM_ERR_NOMEM;
         P->vtab = malloc(sizeof(double) * 18 * (size_t)n2);
-        if (!P->vtab || pbc_virial_tables(2 * P->p, P->vtab, P->vtab + 9 * (size_t)n2)) {
+        if (P->vtab && P->is_cell) { /* the cell's table again, with its strain derivatives */
+            double *a = malloc(sizeof(double) * 2 * (size_t)n2);
+            pbc_cell cu;
+            rc = !a ? FMM_ERR_NOMEM
+                 : unit_cell(P, &cu)
+                     ? FMM_ERR_BOX
+                     : pbc_cell_far_table(&cu, P->img_n, P->nimg, 2 * P->p, a, a + n2, P->vtab,
+                                          P->vtab + 9 * (size_t)n2);
+            free(a);
+        } else if (P->vtab) {
+            rc = pbc_virial_tables(2 * P->p, P->vtab, P->vtab + 9 * (size_t)n2) ? FMM_ERR_NOMEM
+                                                                                : FMM_OK;
+            P->far_c0 = pbc_far_self_potential();
+        }
+        if (rc) {
             free(P->vtab);
             P->vtab = NULL;
-            return FMM_ERR_NOMEM;
+            return rc;
         }
-        P->far_c0 = pbc_far_self_potential();
     }
 #ifdef FMM_HAVE_CUDA
     if (P->gpu)
@@ -1047,12 +1247,22 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
         P->q[i] = qexp ? fmm_pow2(qc[t->perm[i]], fq, -qexp) : qc[t->perm[i]];
         if (iperm) iperm[t->perm[i]] = (int)i;
     }
+    if (P->is_cell && P->virial) memset(P->fimg, 0, sizeof(double) * 3 * (size_t)P->nimg);
     int rc = upward(P);
     if (rc == FMM_OK) rc = interactions(P);
+    if (rc == FMM_OK && P->is_cell) {
+        /* the far images (one M2L at the root, charge included) and the near ones */
+        matvec_add(P->ncoef, P->lattice, P->W, P->U);
+        rc = img_to_local(&P->img, &P->ops, t, P->q, P->W, P->U, P->virial ? P->fimg : NULL);
+    }
     if (rc == FMM_OK) rc = downward(P);
     if (rc == FMM_OK) rc = leaves(P);
+    if (rc == FMM_OK && P->is_cell)
+        rc = img_to_particles(&P->img, P->p, P->npad, t, P->q, P->W, P->phi, P->ex, P->ey, P->ez,
+                              P->virial ? P->fimg : NULL);
     if (rc == FMM_OK) {
         if (t->periodic) periodic_corrections(P);
+        if (P->is_cell) cell_corrections(P);
         const double *c = t->box[0].c;
 #pragma omp parallel num_threads(nt)
         {
@@ -1068,7 +1278,7 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
             }
         }
         if (energy) fmm_sum_slots(uslot, nt, 1, energy);
-        if (virial && t->periodic) {
+        if (virial && P->opts.periodic) {
             rc = periodic_virial_cpu(P, virial);
         } else if (virial) {
             /* open boundary: W_ab = sum_i q_i E_i,a (x_i - c)_b, symmetrised, c the centre of the
@@ -1087,7 +1297,7 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
     }
     if (rc == FMM_OK) {
         rc = excl_apply(&P->excl, t->x, t->y, t->z, P->q, iperm, t->periodic ? t->side : 0.0,
-                        P->opts.threads, phid, fieldd, energy, virial);
+                        P->is_cell ? &P->mi : NULL, P->opts.threads, phid, fieldd, energy, virial);
     }
     if (rc == FMM_OK) {
         if (q) {

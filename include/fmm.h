@@ -5,8 +5,9 @@
  *     phi_i = sum_{j != i} q_j / |x_i - x_j|,     E_i = -grad phi_i,
  *     U     = 1/2 sum_i q_i phi_i,
  * with an open boundary (all of space, no images) or, with opts.periodic, a
- * periodic cubic box (Ewald convention: tin-foil boundary by default; a net charge is
- * neutralised by a uniform background, as in GROMACS's PME).
+ * periodic cell: a cube, a rectangular box or any triclinic cell GROMACS allows (Ewald
+ * convention: tin-foil boundary by default; a net charge is neutralised by a uniform
+ * background, as in GROMACS's PME).
  *
  * Shape (FINUFFT / ScaFaCoS style):
  *     fmm_opts o; fmm_default_opts(&o); o.tolerance = 1e-6;
@@ -128,7 +129,14 @@ typedef struct fmm_info {
     long nleaves;    /* leaf boxes */
     double side;     /* side length of the root cube (in the caller's units) */
     double center[3]; /* its centre (periodic at depth 0 the cell is centred on the charges: the
-                         CPU reports that centre, a CUDA plan, which finds it on the device, L/2) */
+                         CPU reports that centre, a CUDA plan, which finds it on the device, L/2;
+                         a cell other than a cube: the centre of the brick [0,ax)x[0,by)x[0,cz),
+                         about which the root cube of side max(ax, by, cz) lies) */
+    int images;       /* periodic: the near images the tree sums directly, the cell's own
+                         included (a cube: 27; a cell: its near set, docs/periodic-cells.md);
+                         0 for an open boundary. Available before fmm_setpts */
+    double cell[9];   /* periodic: the cell's rows a, b, c (row-major, caller's units; a cube:
+                         diag(L, L, L)); zeros for an open boundary. Available before fmm_setpts */
 } fmm_info;
 
 typedef struct fmm_plan fmm_plan;
@@ -138,8 +146,25 @@ void fmm_default_opts(fmm_opts *opts);
 /* box: NULL for an open boundary; otherwise the box edge lengths {Lx, Ly, Lz} with the lower
  * corner at the origin. Open boundary: particles must lie in [0,Lx]x[0,Ly]x[0,Lz]; the tree's
  * root is the particles' bounding cube either way (the virial is taken about its centre).
- * Periodic (box required, cubic for now): particles are wrapped into the box. */
+ * Periodic (box required): particles are wrapped into the box; edges equal to 1e-12 make the
+ * cube (the fast special case), others the rectangular cell diag(Lx, Ly, Lz) of
+ * fmm_makeplan_cell. */
 int fmm_makeplan(const fmm_opts *opts, const double *box, fmm_plan **plan);
+
+/* A periodic plan (opts.periodic = 1, FMM_ERR_ARG otherwise) for any cell GROMACS allows: cell
+ * holds the lattice vectors as rows a = (ax, 0, 0), b = (bx, by, 0), c = (cx, cy, cz), row-major,
+ * in the caller's length unit, with ax, by, cz > 0 and |bx| <= ax/2, |cx| <= ax/2, |cy| <= by/2
+ * (GROMACS's margin of 1.005 allowed); FMM_ERR_BOX otherwise or for an entry that is not finite.
+ * Particles are wrapped into the brick [0,ax) x [0,by) x [0,cz). Outputs and conventions are
+ * those of the cube (tin-foil or vacuum boundary, the neutralising background of a net charge,
+ * the full virial W_ab = -dU/d eps_ab for positions and cell strained together, shear included;
+ * exclusions by the minimum image in the cell), the accuracy that of the cube at the same
+ * tolerance. A cube (the diagonal entries equal, the others 0) is the cube plan of
+ * fmm_makeplan. Other cells run on the CPU only: a CUDA plan (opts.device = FMM_DEVICE_CUDA)
+ * gives FMM_ERR_BOX (CUDA takes cubes for now). FMM_ERR_NOMEM also for a cell so thin that the
+ * search of its near images is cut off (pbc/cell.h). The plan tables the far images once
+ * (milliseconds), and their strain derivatives on the first call asking for the virial. */
+int fmm_makeplan_cell(const fmm_opts *opts, const double cell[9], fmm_plan **plan);
 
 /* xyz: n interleaved coordinates x0 y0 z0 x1 y1 z1 ... (copied; caller keeps ownership).
  * Coincident points give FMM_ERR_COINCIDENT (also points distinct in double that become equal

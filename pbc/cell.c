@@ -1,6 +1,7 @@
 #include "pbc/cell.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "core/mathconst.h"
 #include "fmm.h"
@@ -149,4 +150,41 @@ long pbc_cell_brick_shifts(const pbc_cell *cell, double reach, int *n, long max)
     if (!(reach > 0 && isfinite(reach))) return -1;
     const double half[3] = {0.5 * cell->h[0], 0.5 * cell->h[4], 0.5 * cell->h[8]};
     return brick_search(cell, half, reach, n, max, NULL);
+}
+
+int pbc_min_image_init(pbc_min_image *mi, const pbc_cell *cell) {
+    for (int k = 0; k < 9; ++k) mi->h[k] = cell->h[k];
+    for (int d = 0; d < 3; ++d) mi->inv[d] = 1 / cell->h[4 * d];
+    /* the reach passes the brick's radius by far more than the rounding of the centring */
+    const double reach = pbc_cell_brick_radius(cell) * (1 + 0x1p-30);
+    mi->shift = NULL;
+    mi->ns = pbc_cell_brick_shifts(cell, reach, NULL, 0);
+    int *n = mi->ns > 0 ? malloc(sizeof(int) * 3 * (size_t)mi->ns) : NULL;
+    mi->shift = n ? malloc(sizeof(double) * 3 * (size_t)mi->ns) : NULL;
+    if (!mi->shift) {
+        free(n);
+        mi->ns = 0;
+        return FMM_ERR_NOMEM;
+    }
+    pbc_cell_brick_shifts(cell, reach, n, mi->ns);
+    for (long s = 0; s < mi->ns; ++s) pbc_cell_vector(cell, n + 3 * s, mi->shift + 3 * s);
+    free(n);
+    return FMM_OK;
+}
+
+void pbc_min_image_free(pbc_min_image *mi) {
+    free(mi->shift);
+    mi->shift = NULL;
+    mi->ns = 0;
+}
+
+void pbc_min_image_apply(const pbc_min_image *mi, double r[3]) {
+    pbc_cell_centre(mi->h, mi->inv, r);
+    double best[3] = {r[0], r[1], r[2]}, b2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+    for (long s = 0; s < mi->ns; ++s) {
+        const double *R = mi->shift + 3 * s, v[3] = {r[0] + R[0], r[1] + R[1], r[2] + R[2]};
+        const double v2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+        if (v2 < b2) b2 = v2, best[0] = v[0], best[1] = v[1], best[2] = v[2];
+    }
+    r[0] = best[0], r[1] = best[1], r[2] = best[2];
 }

@@ -6,6 +6,8 @@
 #ifndef FMM_PBC_CELL_H
 #define FMM_PBC_CELL_H
 
+#include <math.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -59,6 +61,33 @@ double pbc_cell_shortest(const pbc_cell *cell);
  * difference of two points reduced into the centred brick has its images within `reach` among
  * these shifts; for a rectangular cell and reach <= min(ax, by, cz) / 2 that is n = 0 alone. */
 long pbc_cell_brick_shifts(const pbc_cell *cell, double reach, int *n, long max);
+
+/* r moved by lattice vectors into the centred brick |r_d| <= h_dd / 2 (up to rounding): by the
+ * nearest whole number of c for z, then of b for y, then of a for x (h lower triangular); inv
+ * holds 1 / h_dd. */
+static inline void pbc_cell_centre(const double *h, const double inv[3], double r[3]) {
+    const double k = nearbyint(r[2] * inv[2]);
+    r[0] -= k * h[6], r[1] -= k * h[7], r[2] -= k * h[8];
+    const double j = nearbyint(r[1] * inv[1]);
+    r[0] -= j * h[3], r[1] -= j * h[4];
+    r[0] -= nearbyint(r[0] * inv[0]) * h[0];
+}
+
+/* The minimum image of differences in a cell: the lattice shifts that hold the shortest image of
+ * every difference centred into the brick (pbc_cell_brick_shifts with the brick's radius as
+ * reach: the shortest image is no longer than the centred difference). */
+typedef struct pbc_min_image {
+    double h[9], inv[3];
+    long ns;
+    double *shift; /* [3 ns] */
+} pbc_min_image;
+
+/* FMM_OK, FMM_ERR_NOMEM (also for a search beyond PBC_SEARCH_MAX). */
+int pbc_min_image_init(pbc_min_image *mi, const pbc_cell *cell);
+void pbc_min_image_free(pbc_min_image *mi);
+
+/* r (3) replaced by its shortest image r + n h (the first of equal length in the shifts' order). */
+void pbc_min_image_apply(const pbc_min_image *mi, double r[3]);
 
 /* The most lattice vectors pbc_cell_shortest and pbc_cell_brick_shifts visit. */
 #define PBC_SEARCH_MAX (1L << 26)

@@ -49,18 +49,6 @@ static int prepare(long n, const double *xyz, const double *q, const double h[9]
     return FMM_OK;
 }
 
-/* r moved by lattice vectors into the centred brick |r_d| <= h_dd / 2 (up to rounding): by the
- * nearest whole number of c for z, then of b for y, then of a for x (h lower triangular). The
- * image of r within the cut-off, if any, is then r + R for one of the shifts R of
- * pbc_cell_brick_shifts. */
-static inline void centre(const double *h, const double inv[3], double r[3]) {
-    const double k = nearbyint(r[2] * inv[2]);
-    r[0] -= k * h[6], r[1] -= k * h[7], r[2] -= k * h[8];
-    const double j = nearbyint(r[1] * inv[1]);
-    r[0] -= j * h[3], r[1] -= j * h[4];
-    r[0] -= nearbyint(r[0] * inv[0]) * h[0];
-}
-
 /* One term of the reciprocal sum: the integer components m of k = m g, k, exp(-k^2/4a^2)/k^2. */
 typedef struct wave {
     double k[3], f;
@@ -174,7 +162,7 @@ int pbc_ewald(long n, const double *xyz, const double *q_in, const double cell_i
         for (long j = 0; j < n; ++j) {
             double r0[3];
             for (int c = 0; c < 3; ++c) r0[c] = x[3 * i + c] - x[3 * j + c];
-            centre(h, inv, r0);
+            pbc_cell_centre(h, inv, r0);
             for (long t = 0; t < ns; ++t) {
                 const double r[3] = {r0[0] + shift[3 * t], r0[1] + shift[3 * t + 1],
                                      r0[2] + shift[3 * t + 2]};
