@@ -27,13 +27,19 @@ if(FMM_SHARED)
   list(APPEND FMM_INSTALL_TARGETS fmm_shared)
 endif()
 
-# The Python package (pyproject.toml, scikit-build-core) installs the shared library into the
-# package only.
+# The Python package (pyproject.toml, scikit-build-core) installs into the package only: the
+# shared library (unversioned: a wheel holds no symbolic links) and the table of the API's struct
+# layouts that its ctypes bindings read (python/fmm/_layout.c).
 if(SKBUILD)
   if(NOT FMM_SHARED)
     message(FATAL_ERROR "fmm: the Python package needs the shared library (FMM_SHARED, CMake >= 3.24)")
   endif()
-  install(TARGETS fmm_shared LIBRARY DESTINATION fmm NAMELINK_SKIP)
+  set_property(TARGET fmm_shared PROPERTY VERSION)
+  set_property(TARGET fmm_shared PROPERTY SOVERSION)
+  add_library(fmm_py_layout SHARED ${CMAKE_SOURCE_DIR}/python/fmm/_layout.c)
+  target_include_directories(fmm_py_layout PRIVATE ${CMAKE_SOURCE_DIR}/include)
+  set_target_properties(fmm_py_layout PROPERTIES OUTPUT_NAME _fmm_layout PREFIX "")
+  install(TARGETS fmm_shared fmm_py_layout LIBRARY DESTINATION fmm)
   return()
 endif()
 
