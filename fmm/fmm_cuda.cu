@@ -23,30 +23,21 @@
     } while (0)
 
 /* Every M2L level runs as the symmetric variant (one operator application per symmetry class
- * with Walsh-Hadamard combined sources: 56 instead of 189 per box; m2l/m2l_symmetric.cu). It
- * was kept off levels 1..3 until the P2P stopped hiding the far field; measured on an H100 in
- * the whole periodic FMM (p 7, mixed, median of 30..100 graph replays), symmetric from level
- * 4 / 3 / 2 / 1: 24k 0.651 / 0.577 / 0.499 / 0.459 ms, 100k 1.170 / 1.102 / 1.024 / 0.954,
- * 1M 5.33 / 5.26 / 5.18 / 5.12 (bench/results/fmm_gpu_h100.md). */
+ * with Walsh-Hadamard combined sources: 56 instead of 189 per box; m2l/m2l_symmetric.cu), the
+ * coarse levels too: that was faster at every size measured (docs/tuning.md). */
 #define P2P_WIDE_DEPTH 3 /* P2P with 8 warps per leaf up to this depth, 4 below */
 /* Scheduling of the evaluation graph's lanes: the tree chain with the coarse M2L levels, the
- * finest M2L level, the P2P (bench/gpu_ab.sh, p 7 mixed, medians of 200 replays).
+ * finest M2L level, the P2P (measurements: docs/tuning.md).
  * - From depth FMM_COARSE_NARROW_DEPTH the coarse levels' M2L plans spread each sign group's
  *   classes over blocks for FMM_COARSE_SPREAD / 2 multiprocessors instead of half the device:
  *   their target tiles are mostly empty (1, 8, 64 targets per parity on levels 1..3 at depth 4)
- *   and their latency-bound blocks (16-22 us each, ncu) held SM slots that the finest level's
- *   blocks need. 100k water on an H200: 0.467 -> 0.450-0.460 ms (spread 1: 0.455-0.458, and in
- *   another run 0.44 or 0.50 from round to round); 1M and 24k unchanged.
+ *   and their latency-bound blocks held SM slots that the finest level's blocks need.
  * - Priorities: the P2P one step below the tree chain and the coarse levels (which must be done
- *   before the last L2L too, and are short), the finest M2L level two steps below. H100, 100k:
- *   0.470 -> 0.446 ms (two runs: 3 and 2 rounds), 1M 3.297 -> 3.222, 24k unchanged, against the
- *   finest level one step below and the P2P two (which on an H200 was neutral against both one
- *   step below: 0.466 / 0.468). The H100's 100k replays had swung between 0.433 and 0.47 ms
- *   (median 0.470); now the median is 0.446-0.454 with the same minimum. */
+ *   before the last L2L too, and are short), the finest M2L level two steps below, so that the
+ *   long finest level fills what the others leave. */
 /* The finest level from FMM_HALO_LEVEL on, in mixed precision, runs as the halo variant
- * (m2l/m2l_halo.cu: sources staged per tile, TF32 tensor cores); m2l-bench on an H100, periodic,
- * p 7: depth 5 1.25 -> 0.87 ms, depth 4 0.24 -> 0.62 (4 tiles per parity do not fill the device).
- */
+ * (m2l/m2l_halo.cu: sources staged per tile, TF32 tensor cores); at depth 4 its 4 tiles per
+ * parity do not fill the device, and the symmetric variant is faster there (docs/tuning.md). */
 #ifndef FMM_HALO_LEVEL
 #define FMM_HALO_LEVEL 5
 #endif
@@ -67,8 +58,7 @@
 /* The device route's evaluation (fmm_cuda_setptsf, fmm_cuda_forcesf) as one graph: the caller's
  * float positions dx widened (a non-finite one flagged in bad), the evaluation, and scale q E
  * into the caller's df. One launch instead of four runtime calls (the flag's reset, the widening,
- * the graph, the forces): the GROMACS module's host time per call at the 3,345-atom droplet went
- * from 0.016-0.027 to 0.007-0.014 ms (H100, bench/results/gromacs_gpu/README.md). */
+ * the graph, the forces) halves the host time of an MD step (docs/tuning.md). */
 typedef struct {
     const float *dx;
     float *df;
@@ -138,10 +128,10 @@ enum { GRAPH_PLAIN, GRAPH_PARTS, GRAPH_DEVICE, GRAPH_N };
 /* ---------------------------------------------------------------- binning */
 
 /* Binning is a counting sort: each particle takes the next slot of its leaf's counter, one scan
- * of the counts gives the leaves' ranges, and the particles are written to their slots. It
- * replaced a radix sort, a range search, a chunk count and a second scan (15 graph nodes, 0.1 ms
- * at 96k particles, mostly launch gaps). The order within a leaf follows the atomics, so it can
- * change between runs: sums over a leaf change in their last bits (float near field: 1e-7). */
+ * of the counts gives the leaves' ranges, and the particles are written to their slots (few graph
+ * nodes: a radix sort's chain was mostly launch gaps, docs/tuning.md). The order within a leaf
+ * follows the atomics, so it can change between runs: sums over a leaf change in their last bits
+ * (float near field: 1e-7). */
 /* a position coordinate, periodic: wrapped into [0, L) (k_bin bins it, k_place places it:
  * recomputed there rather than stored, 24 bytes per particle each way less) */
 __device__ __forceinline__ double wrap_coord(double v, double L, int periodic) {
@@ -229,8 +219,7 @@ __device__ __forceinline__ bool root_compact(const double *red, const double *ge
  * caller order, each wrapped to within L/2 of the centre, with the largest |Y|^2 (compactness)
  * and the cell's moments (in a tree k_place and the P2M sum them); block 0 writes the cell's corner
  * (geom), the leaf's range and chunk count, and a zero root multipole and local for the P2M's sums.
- * (With one block doing all of it, fmm-gpu-bench's binning stage of the 3,345-atom droplet took
- * 0.020-0.021 ms on an H100; with the two kernels, 0.018-0.019.) */
+ * (Two kernels over all blocks are faster than one block doing all of it: docs/tuning.md.) */
 __global__ void k_root_bins(long n, const double *__restrict__ xyz, const double *__restrict__ geom,
                             double *__restrict__ red) {
     const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -245,6 +234,14 @@ __global__ void k_root_bins(long n, const double *__restrict__ xyz, const double
     }
 }
 
+/* periodic depth 0: coordinate d of the cell's centre (with the tin-foil boundary, the middle of
+   the charges' occupied bins; the vacuum boundary's dipole term is that of the charges wrapped
+   into [0, L)^3, so there the centre of the box) */
+__device__ __forceinline__ double root_centre(const double *red, double L, int tinfoil, int d) {
+    return tinfoil ? pbc_cluster_centre(((const unsigned long long *)red)[red_at(RED_OCC + d)], L)
+                   : 0.5 * L;
+}
+
 template <typename R>
 __global__ void
 k_root_place(long n, const double *__restrict__ xyz, const double *__restrict__ qin,
@@ -255,12 +252,7 @@ k_root_place(long n, const double *__restrict__ xyz, const double *__restrict__ 
     __shared__ double c[3];
     const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
     const double L = geom[G_SIDE];
-    /* the vacuum boundary's dipole term is that of the charges wrapped into [0, L)^3 */
-    if (threadIdx.x < 3)
-        c[threadIdx.x] =
-            tinfoil ? pbc_cluster_centre(
-                          ((const unsigned long long *)red)[red_at(RED_OCC + threadIdx.x)], L)
-                    : 0.5 * L;
+    if (threadIdx.x < 3) c[threadIdx.x] = root_centre(red, L, tinfoil, threadIdx.x);
     __syncthreads();
     unsigned long long r2 = 0;
     double qi = 0.0, Y[3] = {0, 0, 0};
@@ -400,13 +392,13 @@ __global__ void __launch_bounds__(32 * NW)
         const R tx = pi.x - nb_off[nb][0], ty = pi.y - nb_off[nb][1], tz = pi.z - nb_off[nb][2];
         R gp = 0, gx = 0, gy = 0, gz = 0;
         /* Double: the inner loop runs in unrolled steps of 8 over sources padded with zero
-         * charges (far enough that r2 stays positive and finite): P2P 12-15% faster on water
-         * (H100, 24k..1M). Float: no padding (its P2P is bound by the arithmetic pipes, ncu: 86%
-         * busy, 25 of 32 lanes active; padded pairs made it up to 11% slower), unrolled by 4 with
-         * a remainder. Only the target's own leaf holds a pair at r = 0 (the target itself;
-         * coincident charges get equal keys, and fmm_setpts refuses them), so only there is r2
-         * tested. (In float, two charges of neighbouring leaves closer than ~1e-7 h would round
-         * to r = 0 and give inf: README, mixed mode.) */
+         * charges (far enough that r2 stays positive and finite), which is faster. Float: no
+         * padding (its P2P is bound by the arithmetic pipes, so padded pairs cost more than the
+         * unrolling gains), unrolled by 4 with a remainder (docs/tuning.md). Only the target's own
+         * leaf holds a pair at r = 0 (the target itself; coincident charges get equal keys, and
+         * fmm_setpts refuses them), so only there is r2 tested. (In float, two charges of
+         * neighbouring leaves closer than ~1e-7 h would round to r = 0 and give inf: README, mixed
+         * mode.) */
         constexpr int U = sizeof(R) == 8 ? 8 : 1;
         const bool own = nb == 13;
         for (int sb = b; sb < e; sb += 32) {
@@ -445,9 +437,7 @@ __global__ void __launch_bounds__(32 * NW)
 }
 
 /* periodic, depth >= 1: U_root = RT[0]^T W_root (root_operators), after the M2M chain, by one block
- * of 8 warps; at depth 0 the P2M applies the operator itself. (With a warp per row and the old
- * three operands, Lambda, b and N, the lattice stage of the 3,345-atom droplet took 0.0056 ms on an
- * H100 in fmm-gpu-bench's stage times.) */
+ * of 8 warps; at depth 0 the P2M applies the operator itself. */
 __global__ void k_lattice(int nc, const double *__restrict__ RT, const double *__restrict__ W0,
                           double *__restrict__ U0) {
     __shared__ double w[hd_ncoef(FMM_GPU_PMAX)], part[8 * 32];
@@ -458,11 +448,11 @@ __global__ void k_lattice(int nc, const double *__restrict__ RT, const double *_
 
 /* ---------------------------------------------------------------- outputs */
 
-/* the excluded pairs' direct terms, for the outputs pass to take out (term: caller order, phi[natoms]
- * then the field [natoms][3]), and their energy out of RED_ENERGY; their virial into RED_XVIR for
- * the host to subtract. It needs only the positions, so it runs beside the placement and the P2P
- * (after them, on the tree chain's stream, it put 4.2 us on the 3,345-atom droplet's MD step:
- * traced on an H200) */
+/* the excluded pairs' direct terms, for the outputs pass to take out (term: caller order,
+ * phi[natoms] then the field [natoms][3]), and their energy out of RED_ENERGY; their virial into
+ * RED_XVIR for the host to subtract. It needs only the positions, so it runs beside the placement
+ * and the P2P (after them, on the tree chain's stream, it lengthened a small MD step:
+ * docs/tuning.md) */
 __global__ void k_exclusions(long natoms, const int *__restrict__ start, const int *__restrict__ partner,
                              const double *__restrict__ xyz, const double *__restrict__ q, int periodic,
                              const double *__restrict__ geom, double *__restrict__ red, double *__restrict__ term) {
@@ -484,6 +474,91 @@ __global__ void k_exclusions(long natoms, const int *__restrict__ start, const i
                         red_at(RED_XVIR + 2), red_at(RED_XVIR + 3), red_at(RED_XVIR + 4),
                         red_at(RED_XVIR + 5), red_at(RED_XVIR + 6), red_at(RED_XVIR + 7),
                         red_at(RED_XVIR + 8)};
+    block_add(red, at, v);
+}
+
+/* ---------------------------------------------------------------- periodic virial about the middle
+ */
+
+/* The periodic virial's sum_i F_i (x) Y_i may take Y about any point, since sum_i F_i = 0; about
+ * the cell's centre (the L2P's sum, RED_VIR) its terms are |Y| / extent times larger than the sum
+ * and lose as many digits where the charges fill a small part of a large cell. There (their
+ * middle more than 2^16 of their extent from the centre) it is taken about the middle instead, as
+ * the CPU does (fmm/fmm.c periodic_virial_cpu): k_virial_extent finds the extent, k_virial_far
+ * sums about its middle, from the positions themselves (the leaf-relative records would add a
+ * leaf centre's rounding to every Y). Both run in the virial's graph only. */
+
+/* coordinate d of position v in the frame of the cell's virial: wrapped into [0, L) in a tree
+ * (cell centre lo + L/2), relative to the cell's centre at periodic depth 0 (k_root_place's Y) */
+__device__ __forceinline__ double virial_coord(double v, int d, int depth, int tinfoil,
+                                               const double *geom, const double *red) {
+    const double L = geom[G_SIDE];
+    return depth ? wrap_coord(v, L, 1) : pbc_cluster_offset(v, root_centre(red, L, tinfoil, d), L);
+}
+
+/* a double as an unsigned key of the same order (the zeroed word is below every key of a number) */
+__device__ __forceinline__ unsigned long long virial_key(double v) {
+    const unsigned long long u = (unsigned long long)__double_as_longlong(v);
+    return u >> 63 ? ~u : u | 0x8000000000000000ull;
+}
+__device__ __forceinline__ double virial_unkey(unsigned long long k) {
+    return __longlong_as_double((long long)(k >> 63 ? k & 0x7fffffffffffffffull : ~k));
+}
+
+/* RED_LOHI + d: the largest key of u_d; RED_LOHI + 3 + d: of -u_d (u: virial_coord) */
+__global__ void k_virial_extent(long n, const double *__restrict__ xyz, int depth, int tinfoil,
+                                const double *__restrict__ geom, double *__restrict__ red) {
+    __shared__ unsigned long long top[6];
+    if (threadIdx.x < 6) top[threadIdx.x] = 0;
+    __syncthreads();
+    unsigned long long k[6] = {0, 0, 0, 0, 0, 0};
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x)
+        for (int d = 0; d < 3; ++d) {
+            const double u = virial_coord(xyz[3 * i + d], d, depth, tinfoil, geom, red);
+            k[d] = max(k[d], virial_key(u)), k[3 + d] = max(k[3 + d], virial_key(-u));
+        }
+    for (int m = 0; m < 6; ++m) {
+        for (int o = 16; o > 0; o >>= 1) k[m] = max(k[m], __shfl_xor_sync(0xffffffffu, k[m], o));
+        if ((threadIdx.x & 31) == 0 && k[m]) atomicMax(top + m, k[m]);
+    }
+    __syncthreads();
+    if (threadIdx.x < 6 && top[threadIdx.x])
+        atomicMax((unsigned long long *)(red + red_at(RED_LOHI + threadIdx.x)), top[threadIdx.x]);
+}
+
+/* Where the charges' middle g is more than 2^16 of their extent from the cell's centre: RED_FAR
+ * set, and RED_VIRG = sum_i q_i E_i (x) (u_i - g) from the outputs (caller order, out: phi[n],
+ * then the field [n][3]) with the excluded pairs' terms added back (the L2P's sum has them; the
+ * host subtracts their pair virial) */
+__global__ void k_virial_far(long n, const double *__restrict__ xyz, const double *__restrict__ q,
+                             const double *__restrict__ out, const double *__restrict__ xterm,
+                             long nx, int depth, int tinfoil, const double *__restrict__ geom,
+                             double *__restrict__ red) {
+    const unsigned long long *key = (const unsigned long long *)red;
+    double g[3], off = 0.0, ext = 0.0;
+    for (int d = 0; d < 3; ++d) {
+        const double hi = virial_unkey(key[red_at(RED_LOHI + d)]),
+                     lo = -virial_unkey(key[red_at(RED_LOHI + 3 + d)]);
+        const double centre = depth ? geom[G_LO + d] + 0.5 * geom[G_SIDE] : 0.0;
+        g[d] = 0.5 * (lo + hi);
+        off = fmax(off, fabs(g[d] - centre)), ext = fmax(ext, hi - lo);
+    }
+    if (!(off > 0x1p16 * ext)) return; /* (uniform over the grid) */
+    if (blockIdx.x == 0 && threadIdx.x == 0) red[red_at(RED_FAR)] = 1.0;
+    double v[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x) {
+        double Y[3], F[3];
+        for (int d = 0; d < 3; ++d) {
+            Y[d] = virial_coord(xyz[3 * i + d], d, depth, tinfoil, geom, red) - g[d];
+            F[d] = q[i] * (out[n + 3 * i + d] + (xterm && i < nx ? xterm[nx + 3 * i + d] : 0.0));
+        }
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) v[3 * a + b] += F[a] * Y[b];
+    }
+    int at[9];
+    for (int k = 0; k < 9; ++k) at[k] = red_at(RED_VIRG + k);
     block_add(red, at, v);
 }
 
@@ -710,11 +785,8 @@ static int create(const fmm_gpu_setup *s, fmm_gpu *g) {
      * short-range kernels, and its result is what the host waits for. The graph keeps each node's
      * priority (cudaGraphInstantiateFlagUseNodePriority), so where the lanes wait for a
      * multiprocessor together, the tree chain's blocks go first, then the P2P's, then the finest
-     * M2L level's (see FMM_PRIO_FINEST). The P2P one step below the rest (before that, all at the
-     * greatest) gained on an H100 (p 7 mixed, two alternated rounds): 24k 0.215 -> 0.208 ms, 96k
-     * 0.505 -> 0.495, 1M 3.44 -> 3.39. (With the M2L kernels at the lowest priority instead:
-     * 0.203 / 0.495 / 3.38, but in an MD step they would then queue behind the short-range
-     * kernels; not measured.) */
+     * M2L level's (see FMM_PRIO_FINEST; docs/tuning.md). The M2L kernels are not put at the
+     * lowest priority: in an MD step they would then queue behind the short-range kernels. */
     int least, greatest;
     CU(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     for (int k = 0; k < 3; ++k) { /* greatest is the numerically smallest */
@@ -856,10 +928,8 @@ template <typename R> static void launch_place(const fmm_gpu *g, cudaStream_t st
 }
 
 /* small trees get more warps per chunk to fill the device (24k water: 512 leaves; at depth 0
- * the warps split the one leaf's sources: 32 warps, H100, 4 alternated rounds against 16: the
- * 3,345-atom droplet 0.0323 -> 0.0318 ms mixed, 0.0496 -> 0.0489 double; 2,934 uniform atoms at
- * depth 0 0.261 -> 0.245 / 0.620 -> 0.578); the grid is the most chunks n particles can make in
- * nleaf leaves */
+ * the warps split the one leaf's sources, 32 of them: docs/tuning.md); the grid is the most chunks
+ * n particles can make in nleaf leaves */
 template <typename R> static void launch_p2p(const fmm_gpu *g, double *fshift, cudaStream_t st) {
     const long nl = 1L << (3 * g->depth);
     const unsigned nb = (unsigned)(nl + (g->n + 31) / 32);
@@ -883,6 +953,24 @@ static int launch_images(fmm_gpu *g, int l1, double *fshift, cudaStream_t st) {
         K.images<<<8 * M2L_VLIST, IMG_TB, img_smem_bytes(g->p), st>>>(
             g->m2l.cls, g->m2l.sign, g->m2l.vlist, l, g->geom, g->W + level_offset(l) * g->nc,
             fshift);
+    CU(cudaGetLastError());
+    return FMM_OK;
+}
+
+/* the periodic virial's sum about the charges' middle (k_virial_extent on st_extent, beside the
+   downward pass; k_virial_far on st after the outputs and the extent) */
+static int launch_virial_extent(fmm_gpu *g, cudaStream_t st) {
+    const unsigned nb = blocks(g->n, 256);
+    k_virial_extent < <<nb<1024 ? nb : 1024, 256, 0, st>>>(g->n, g->xyz, g->depth, g->tinfoil,
+                                                           g->geom, g->red);
+    CU(cudaGetLastError());
+    return FMM_OK;
+}
+static int launch_virial_far(fmm_gpu *g, cudaStream_t st) {
+    const unsigned nb = blocks(g->n, 256);
+    k_virial_far < <<nb<1024 ? nb : 1024, 256, 0, st>>>(g->n, g->xyz, g->qin, g->out,
+                                                        g->xatoms ? g->xterm : NULL, g->xatoms,
+                                                        g->depth, g->tinfoil, g->geom, g->red);
     CU(cudaGetLastError());
     return FMM_OK;
 }
@@ -970,7 +1058,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial, const dev_route *dr)
     MARK(4);
     /* the coarse levels' M2L read W and write U of their own level only: side by side, each
      * forking its sign-group kernels from its own stream (one after another they were a chain of
-     * latency-bound launches, ~20 us per level) */
+     * latency-bound launches) */
     const int l1 = g->periodic ? 1 : 2;
     /* the virial's image forces need the multipoles only: beside the M2L and the downward pass,
        joined at the end */
@@ -979,6 +1067,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial, const dev_route *dr)
         CU(cudaEventRecord(g->forki, s0));
         CU(cudaStreamWaitEvent(si, g->forki, 0));
     }
+    if (fshift) TRY(launch_virial_extent(g, si));
     if (fshift) TRY(launch_images(g, l1, fshift, si));
     if (fshift && !ev) CU(cudaEventRecord(g->joini, si));
     if (!ev) CU(cudaEventRecord(g->forkl, s0));
@@ -1002,7 +1091,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial, const dev_route *dr)
     MARK(6);
     /* L2P with the outputs, once the P2P is done; at depth 0, where the P2P is most of the
      * evaluation, the far field goes to memory beside it and the outputs take it from there (one
-     * pass after the P2P: the 3,345-atom droplet 0.0305 -> 0.0330 ms on an H100, p 7 mixed) */
+     * pass after the P2P was slower: docs/tuning.md) */
     const double *U = g->U + level_offset(D) * nc;
     if (D == 0)
         K.l2p[g->mixed]<<<pgrid, 128, 0, s0>>>(g->pk, g->cs, g->ce, D, g->periodic, g->tinfoil,
@@ -1017,6 +1106,7 @@ static int enqueue(fmm_gpu *g, cudaEvent_t *ev, int virial, const dev_route *dr)
     MARK(7);
     if (dr) TRY(launch_forces(g, dr->scale, dr->df, s0));
     if (fshift && !ev) CU(cudaStreamWaitEvent(s0, g->joini, 0));
+    if (fshift) TRY(launch_virial_far(g, s0));
     MARK(8);
     return FMM_OK;
 }
@@ -1056,10 +1146,8 @@ static int graph_for(fmm_gpu *g, int v, const dev_route *dr, cudaGraphExec_t *ou
 
 /* The plan's work goes on one stream at a time: s0 for the host entry points, the caller's stream
  * for device-resident calls, so that an MD code's steps, which pass the same stream each time, pay
- * no events (before, each call had an event pair on the way in and one on the way out; the GROMACS
- * module's host time per droplet step was 0.016-0.018 ms after, 0.018-0.028 before, measured on
- * different H100 machines). A call on another stream than the last first has it wait for all the
- * plan queued before. */
+ * no events (an event pair on the way in and one on the way out cost host time: docs/tuning.md).
+ * A call on another stream than the last first has it wait for all the plan queued before. */
 static int plan_stream(fmm_gpu *g, cudaStream_t st) {
     if (g->have_last && g->last != st) {
         CU(cudaEventRecord(g->sw, g->last));
@@ -1181,8 +1269,9 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
     /* the range check of the outputs, without a pass over them: a phi or E_a that is not finite
        (an overflow at pairs far closer than the set's extent) makes q phi or q E_a Y_b, and so
        the energy or the virial's sums, not finite too (0 x Inf is NaN) */
-    for (int k = 0; k < 10; ++k)
-        if (!isfinite(red[red_at(k ? RED_VIR + k - 1 : RED_ENERGY)])) return FMM_ERR_RANGE;
+    for (int k = 0; k < 19; ++k)
+        if (!isfinite(red[red_at(k < 10 ? (k ? RED_VIR + k - 1 : RED_ENERGY) : RED_VIRG + k - 10)]))
+            return FMM_ERR_RANGE;
     const int compact = g->periodic && g->depth == 0 &&
                         pbc_cluster_compact(red[red_at(RED_R2)], g->geom_host[G_SIDE]);
     if (e->compact && g->periodic && g->depth == 0) *e->compact = compact;
@@ -1194,8 +1283,10 @@ extern "C" int fmm_gpu_execute(fmm_gpu *g, const fmm_gpu_exec *e) {
                     0.5 * (red[red_at(RED_VIR + 3 * a + b)] + red[red_at(RED_VIR + 3 * b + a)]) -
                     red[red_at(RED_XVIR + 3 * a + b)];
     if (parts) {
+        const int far = red[red_at(RED_FAR)] != 0.0; /* the sum about the charges' middle */
         for (int k = 0; k < 9; ++k)
-            parts->fy[k] = red[red_at(RED_VIR + k)], parts->xvir[k] = red[red_at(RED_XVIR + k)];
+            parts->fy[k] = red[red_at((far ? RED_VIRG : RED_VIR) + k)],
+            parts->xvir[k] = red[red_at(RED_XVIR + k)];
         for (int k = 0; k < 81; ++k) parts->fshift[k] = red[red_at(RED_FSHIFT + k)];
         for (int k = 0; k < 3; ++k) parts->dip[k] = red[red_at(RED_D + k)];
         parts->s2 = red[red_at(RED_S2)];

@@ -1,9 +1,9 @@
 /*
  * Per-order kernels of the CUDA FMM (fmm/fmm_cuda.cu): P2M, L2P, M2M, L2L and the periodic
  * image-force M2L, templated on the order P so that the harmonics recurrences unroll. Each
- * order is instantiated in exactly one of fmm_cuda_orders_*.cu: the 20 orders in one file took
- * nvcc four minutes on one core, the critical path of every build (now about 1 minute; the
- * split follows the measured compile times: orders 13..18 cost the most).
+ * order is instantiated in exactly one of fmm_cuda_orders_*.cu, so that nvcc compiles them in
+ * parallel (the 20 orders in one file were the critical path of every build; the split follows
+ * the compile times, docs/tuning.md).
  */
 #ifndef FMM_FMM_CUDA_ORDERS_CUH
 #define FMM_FMM_CUDA_ORDERS_CUH
@@ -20,13 +20,14 @@ enum { G_LO = 0, G_SIDE = 3, G_SCALE = 4, G_N = 5 };
 
 /* The evaluation's sums (zeroed first); periodic depth 0 also keeps the bins' occupancy of each
  * axis and the largest |Y|^2 there, as the bits of unsigned 64-bit words (a non-negative double's
- * bits order like its value). Sum k lives at red[red_at(k)], each in its own 128-byte line:
- * thousands of blocks add into them, and atomics on one line serialise in its L2 slice (per-warp
- * atomics on the 10 output sums in one line took ~0.5 ms at 1M particles on an H100; what the
- * spreading alone gains was not measured: it came with the fused output kernel). */
+ * bits order like its value). The periodic virial's graph adds the charges' extent (RED_LOHI: per
+ * axis the largest key of u and of -u, virial_key) and, where their middle is far from the cell's
+ * centre, the sum F (x) Y about that middle (RED_VIRG, flagged by RED_FAR; k_virial_far). Sum k
+ * lives at red[red_at(k)], each in its own 128-byte line: thousands of blocks add into them, and
+ * atomics on one line serialise in its L2 slice (docs/tuning.md). */
 // clang-format off
 enum { RED_ENERGY = 0, RED_Q = 1, RED_D = 2, RED_S2 = 5, RED_VIR = 6, RED_FSHIFT = 15, RED_QABS = 96, RED_XVIR = 97,
-       RED_OCC = 106, RED_R2 = 109, RED_N = 110 };
+       RED_OCC = 106, RED_R2 = 109, RED_VIRG = 110, RED_LOHI = 119, RED_FAR = 125, RED_N = 126 };
 // clang-format on
 #define RED_LINE 16
 __host__ __device__ constexpr int red_at(int k) {
@@ -89,7 +90,7 @@ __device__ __forceinline__ void warp_add(double *dst, double v) {
     if ((threadIdx.x & 31) == 0) atomicAdd(dst, v);
 }
 /* dst[at[k]] += the block's sum of v[k], one atomic per block and k (per-warp atomics on a few
- * adjacent addresses serialise: ~0.5 ms for 10 sums over 1M particles on an H100), through part
+ * adjacent addresses serialise), through part
  * (K x 32 doubles of shared memory, free for the block to write): the warps' sums, then thread k
  * adds sum k over the warps in warp order (deterministic). Every thread of the block must call it;
  * at most 32 warps. */
@@ -117,9 +118,8 @@ __device__ __forceinline__ void block_add(double *dst, const int (&at)[K], const
 
 /* U[k] = (or += with add) sum_j RT[j][k] w[j], the root's local from its multipole w through a root
  * operator RT ([in][out]: fmm_cuda.cu's root_operators), by the whole block of NW warps: lanes over
- * k, warps over j (a few loads each: with one thread per k, 64 dependent steps, the depth-0 P2M
- * took 0.0036 ms longer on an H100); w and part (NW x 32 doubles) in shared memory. Every thread
- * of the block calls it. */
+ * k, warps over j (a few loads each, where one thread per k made a chain of 64 dependent steps);
+ * w and part (NW x 32 doubles) in shared memory. Every thread of the block calls it. */
 template <int NW>
 __device__ void block_root_local(const double *__restrict__ RT, const double *w, int nc,
                                  double *part, double *__restrict__ U, bool add) {
@@ -322,13 +322,10 @@ __global__ void __launch_bounds__(128)
  * in caller order (perm: phi[n], then the field [n][3]) less the excluded pairs' terms (xterm,
  * caller atoms below nx); the blocks' energy and virial sums, which k_exclusions corrects itself,
  * go into red. In two passes instead: with far_out, the far field only, to far_out[4][n] (tree
- * order); then with far_in, the rest, the far field taken from there. (Apart, L2P and the outputs
- * took 110 + 105 us for 1M particles on an H100, p 7, against 119 us together: the far field went
- * out to memory and back.) Up to p 10 at most 168 registers in double (3
- * blocks per SM: at p 7 the double L2P alone took 250, 2 blocks per SM, and ran 129 us for 1M
- * particles against 111 us capped; a cap of 128 spilled: 148 us), 128 in float (4 blocks per SM,
- * 28 bytes of spills; measured on the one-pass kernel, then with 76 bytes of spills: the whole 1M
- * evaluation 2.189 -> 2.175 ms against 168 registers, 2.172 at 96). */
+ * order); then with far_in, the rest, the far field taken from there. (One kernel for L2P and
+ * outputs, where two sent the far field out to memory and back.) Up to p 10 at most 168 registers
+ * in double (3 blocks per SM: uncapped, 2 blocks per SM, it was slower, and a cap of 128 spilled),
+ * 128 in float (4 blocks per SM, a few bytes of spills); docs/tuning.md has the timings. */
 template <int P, typename T>
 __global__ void __launch_bounds__(128, sizeof(particle_real<P, T>) == 4 ? 4 : (P <= 10 ? 3 : 1))
     k_l2p(const void *__restrict__ pkv, const int *__restrict__ cs, const int *__restrict__ ce,
@@ -415,14 +412,14 @@ __global__ void __launch_bounds__(128, sizeof(particle_real<P, T>) == 4 ? 4 : (P
 /* ---------------------------------------------------------------- translations between levels */
 
 #define PB                                                                                         \
-    4                /* parents per block: each operator entry loaded once serves PB parents (16:  \
-                        the finest L2L at 1M particles, p 7, 54 -> 88 us on an H100, the coarse    \
-                        levels' single blocks 3x slower) */
+    4                /* parents per block: each operator entry loaded once serves PB parents       \
+                        (more made the finest L2L and the coarse levels' single blocks slower:     \
+                        docs/tuning.md) */
 #define TB_TREE 256  /* threads per M2M / L2L block: one (octant, coefficient) pair each */
 
 /* W(parent level lp) = sum over the 8 children of M2M_o W(child): thread (o, k) sums child o's
  * contribution to coefficient k, then the 8 partial sums are added through shared memory.
- * (With one thread per k the coarse levels ran 2 warps per SM and took ~25 us each.) */
+ * (With one thread per k the coarse levels ran 2 warps per SM, latency-bound.) */
 template <int P>
 __global__ void __launch_bounds__(TB_TREE) k_m2m(const double *__restrict__ MT, int lp, const double *__restrict__ Wc,
                                                  double *__restrict__ Wp) {
@@ -536,10 +533,9 @@ template <int P> __device__ void local_force_weights(int k, const double *w, dou
  * F_a = G_a(W_t) . u / h^2 (local_force_weights), one operator product and three dot products a
  * box. The boxes are enumerated per axis among the planes next to the faces (at most two a side),
  * IMG_TB candidates at a time, gathered into a list, and the warps take them from it two at a time
- * (two independent chains of products per row, and the operator read once for both). (It was one
- * block per box near a face, 128 threads with one row each reading the operator by columns from
- * global memory, and the force of each translation by one thread: the virial evaluation of 1M
- * SPC/E water took 32.5 ms with it on an H100, 3.5 ms with this one, 2.0 without the virial.) */
+ * (two independent chains of products per row, and the operator read once for both), instead of
+ * one block per box near a face reading the operator by columns from global memory: about 9x
+ * faster (docs/tuning.md). */
 #define IMG_TB 256
 #define IMG_STAGE_PMAX 9
 __host__ __device__ constexpr int img_ld(int p) { /* a staged row's stride: bank-conflict free */

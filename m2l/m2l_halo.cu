@@ -32,11 +32,9 @@
 #define HALO_TX 4 /* same-parity targets per tile along x, y, z; one warp per z slice */
 #define HALO_TY 4
 #define HALO_TZ 8
-/* classes per step of the class loop; one block per SM, registers uncapped (p 7: 182, no spills;
- * unrolled by 3 or 7 no faster, bench/results/fmm_gpu_h100.md).
- * H100, m2l-bench p 7 depth 5: 2 classes and one block 0.81-0.89 ms, 1 class 0.94; at 2 blocks per
- * SM (128 registers, spills) 0.82-0.88, but the whole 1M water FMM 2.53 against 2.38-2.47 ms: the
- * one block leaves room for the P2P beside it */
+/* classes per step of the class loop; one block per SM, registers uncapped (p 7: 182, no spills):
+ * two blocks per SM were as fast alone but slowed the whole FMM, since the one block leaves room
+ * for the P2P beside it (docs/tuning.md) */
 static constexpr int halo_runroll = 2;
 static constexpr int HX = 2 * HALO_TX + 4, HY = 2 * HALO_TY + 4, HZ = 2 * HALO_TZ + 4;
 static constexpr int HBOX = HX * HY * HZ;
@@ -166,8 +164,8 @@ __device__ __forceinline__ const float *halo_at(const float *p, int d) {
  * in bit 31, me[f] column t, me[8 + f] column t + 4; opf: the parity's
  * B fragments, [NK][8 A][7 r][NT][32]; ob: the two chunks in shared memory.
  * The group's chunk was staged during the group before; the next group's is staged during this
- * one. Read from global memory by every warp they were 11 of the kernel's 12.5 M global loads
- * (p 7 depth 5); staged, the kernel went 0.821 -> 0.798 ms (H100). */
+ * one: read from global memory by every warp they were most of the kernel's global loads
+ * (docs/tuning.md). */
 template <int P, int A>
 __device__ __forceinline__ void halo_group(float (&acc)[halo_shape<P>::NT][4], const float *ra,
                                            const float *rb, const int *tab, unsigned sab,
@@ -215,8 +213,8 @@ __device__ __forceinline__ void halo_group(float (&acc)[halo_shape<P>::NT][4], c
 
 /* one k step's sum into U: the first k step stores, the later ones add by a reduction (RED), which
  * the warp does not wait for. The entry's one writer issues them in program order, so U sums the
- * k steps in that order (deterministic). ncu (p 7 depth 5): the read-modify-write it replaces had
- * the warps waiting for U to come back in 25% of the stall samples. */
+ * k steps in that order (deterministic); a read-modify-write had the warps waiting for U to come
+ * back (docs/tuning.md). */
 __device__ __forceinline__ void halo_flush(double *u, float v, int ks) {
     if (ks)
         atomicAdd(u, (double)v);
@@ -256,9 +254,8 @@ __global__ void __launch_bounds__(HALO_THREADS, 1)
     /* The tensor cores' float accumulation truncates, so its bias grows with the products summed
      * into one accumulator: over all k steps it reached 1.8e-5 of max|U| (m2l-bench, p 4..10; float
      * FMAs: 2e-7..2e-6). So every k step's sums go to U in double (each entry has one writer),
-     * which leaves 3e-6..1.4e-5. Flushing every half k step as well took it to 1.4e-6..6.8e-6 but
-     * cost 20% (H100, p 7 depth 5 0.81 -> 0.98 ms; measured when the flush still read U back,
-     * before halo_flush's reductions). */
+     * which leaves 3e-6..1.4e-5. Flushing every half k step as well halves that but costs a
+     * fifth of the kernel's time (docs/tuning.md). */
 #pragma unroll
     for (int nt = 0; nt < S::NT; ++nt)
 #pragma unroll

@@ -142,8 +142,7 @@ done:
  * spill up to ~100 bytes, in exchange for one block's staging overlapping the other's products);
  * 1 lets them use ~150 registers without spills. Build with -DM2L_SYM_MINBLOCKS=1 to compare.
  * The float kernels (mixed precision) are compiled for 3 blocks (80 registers, spills of 0-28
- * bytes): H100, p 7, depth 5 1.69 -> 1.58 ms, p 10..16 depth 5 11-16% faster, depth 4 within
- * -5..+4%; whole FMM 96k 0.556 -> 0.545 ms, 1M 3.92 -> 3.82 (M2L_SYM_MINBLOCKS_FLOAT). */
+ * bytes), faster at depth 5 and the same at depth 4 (M2L_SYM_MINBLOCKS_FLOAT; docs/tuning.md). */
 #ifndef M2L_SYM_MINBLOCKS
 #define M2L_SYM_MINBLOCKS 2
 #endif
