@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "fmm_bldtt.h"
+#include "test_env.h"
 extern "C" {
 #include "pointsets.h"
 }
@@ -866,7 +867,7 @@ TEST(Bldtt, PlansInConcurrentThreads) {
 TEST(BldttGpu, PlansOfDifferentDegrees) {
     if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     uint64_t seed = test_seed(19);
-    Pts s = make(UNIFORM, 30000, seed);
+    Pts s = make(UNIFORM, test_size(30000, 3000), seed);
     bldtt_opts o[2] = {opts(BLDTT_COULOMB, 0.7, 4, 200), opts(BLDTT_COULOMB, 0.7, 7, 200)};
     Result cpu[2] = {run(o[0], s, {}, false), run(o[1], s, {}, false)};
     bldtt_plan *p[2] = {nullptr, nullptr};
@@ -891,7 +892,7 @@ TEST(BldttGpu, PlansOfDifferentDegrees) {
 TEST(BldttGpu, ExtremeScalesMatchCpu) {
     if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     uint64_t seed = test_seed(20);
-    Pts s = make(UNIFORM, 20000, seed);
+    Pts s = make(UNIFORM, test_size(20000, 3000), seed);
     for (double &x : s.xyz) x = std::ldexp(x, -600);
     for (int k = 0; k < BLDTT_NKERNELS; ++k) {
         bldtt_opts o = opts(k, 0.7, 5, 200);
@@ -920,8 +921,8 @@ TEST(BldttGpu, MatchesCpu) {
     uint64_t seed = test_seed(10);
     for (int k = 0; k < BLDTT_NKERNELS; ++k)
         for (int method : {BLDTT_METHOD_DTT, BLDTT_METHOD_BLTC}) {
-            Pts s = make(k % 2 ? PLUMMER : UNIFORM, 30000, seed + k);
-            Pts t = make(GAUSSIAN, 7000, seed + 50 + k);
+            Pts s = make(k % 2 ? PLUMMER : UNIFORM, test_size(30000, 3000), seed + k);
+            Pts t = make(GAUSSIAN, test_size(7000, 1000), seed + 50 + k);
             for (int self = 0; self < 2; ++self) {
                 bldtt_opts o = opts(k, 0.7, 5, 200, method);
                 std::vector<double> tx = self ? std::vector<double>{} : t.xyz;

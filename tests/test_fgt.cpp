@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fmm_fgt.h"
+#include "test_env.h"
 
 namespace {
 
@@ -582,10 +583,11 @@ TEST(FgtGpu, MatchesCpuAndDirect) {
     uint64_t seed = test_seed(900);
     int k = 0;
     for (int dim : {1, 2, 3})
-        for (double tol : {1e-3, 1e-6, 1e-10})
-            for (double h : {0.01, 0.1, 0.5})
+        for (double tol : test_size<std::vector<double>>({1e-3, 1e-6, 1e-10}, {1e-3, 1e-10}))
+            for (double h : test_size<std::vector<double>>({0.01, 0.1, 0.5}, {0.01, 0.5}))
                 for (int mode : {0, 1, 2, 3, 4}) {
-                    Case c{dim, h, tol, CLUSTERED, 3000, 2000, mode};
+                    Case c{dim, h, tol, CLUSTERED, test_size(3000L, 800L), test_size(2000L, 500L),
+                           mode};
                     fgt_info ic{}, ig{};
                     std::vector<double> gc, gg;
                     uint64_t s = seed + 1000 * (k++);
@@ -609,7 +611,7 @@ TEST(FgtGpu, MatchesCpuAndDirect) {
 TEST(FgtGpu, PowerOfTwoScalesBitwise) {
     if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     std::mt19937_64 rng(test_seed(1400));
-    long n = 3000;
+    long n = test_size(3000, 1000);
     std::vector<double> x = points(3, n, CLUSTERED, rng), q = weights(n, true, rng), r(n);
     auto run = [&](int e, std::vector<double> &g) {
         std::vector<double> xs = x;
@@ -638,7 +640,7 @@ TEST(FgtGpu, PowerOfTwoScalesBitwise) {
 TEST(FgtGpu, HermiteBenchRuns) {
     if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     double ms = -1;
-    ASSERT_EQ(fgt_cuda_hermite_bench(10000, 5, 16, 4.0, &ms), FMM_OK);
+    ASSERT_EQ(fgt_cuda_hermite_bench(test_size(10000, 2000), 5, 16, 4.0, &ms), FMM_OK);
     EXPECT_GT(ms, 0);
     EXPECT_EQ(fgt_cuda_hermite_bench(10000, 0, 16, 4.0, &ms), FMM_ERR_PARAM);
 }

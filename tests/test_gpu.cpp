@@ -2,6 +2,8 @@
 // they must agree to rounding: 1e-12 relative), open and periodic, neutral and charged, with
 // graph re-use across setpts/execute calls, and its error handling. Every test skips (with
 // the reason) where no CUDA device is usable; the CPU-only build still compiles and lists them.
+// Under compute-sanitizer (FMM_TEST_SANITIZE=1, tests/test_env.h) the sets are smaller and the
+// same paths are repeated fewer times.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 
 #include "fmm.h"
 #include "pointsets.h"
+#include "test_env.h"
 #ifdef FMM_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -93,11 +96,11 @@ TEST(GpuOpen, MatchesCpuAtSameOrderAndDepth) {
     SKIP_WITHOUT_GPU();
     std::mt19937_64 g(test_seed());
     std::vector<double> xyz, q;
-    random_set(g, 30000, 1.0, 0.0, xyz, q);
+    random_set(g, test_size(30000, 3000), 1.0, 0.0, xyz, q);
     // shift off the origin: the root cube is the bounding cube, not [0,1]^3
     for (auto &v : xyz) v = 3.0 + 2.0 * v;
     for (int p : {1, 4, 7, 12, 20})
-        for (int D : {2, 3, 4}) {
+        for (int D : test_size<std::vector<int>>({2, 3, 4}, {2, 4})) { // P2P wide, narrow
             SCOPED_TRACE("p " + std::to_string(p) + " depth " + std::to_string(D));
             fmm_opts o;
             fmm_default_opts(&o);
@@ -116,7 +119,7 @@ TEST(GpuOpen, ShallowTreesAndAccuracyAgainstDirectSum) {
     SKIP_WITHOUT_GPU();
     std::mt19937_64 g(test_seed());
     std::vector<double> xyz, q;
-    random_set(g, 5000, 1.0, 0.0, xyz, q);
+    random_set(g, test_size(5000, 1500), 1.0, 0.0, xyz, q);
     Out ref;
     long n = (long)q.size();
     ref.phi.resize(n), ref.field.resize(3 * n);
@@ -138,10 +141,10 @@ TEST(GpuPeriodic, MatchesCpuNeutralAndCharged) {
     // depth 4: the coarse levels' M2L run with the narrower spread (fmm/fmm_cuda.cu)
     for (double net : {0.0, 3.0})
         for (int p : {4, 10})
-            for (int D : {0, 1, 2, 3, 4}) {
+            for (int D : test_size<std::vector<int>>({0, 1, 2, 3, 4}, {0, 1, 4})) {
                 SCOPED_TRACE("net " + std::to_string(net) + " p " + std::to_string(p) + " depth " + std::to_string(D));
                 std::vector<double> xyz, q;
-                random_set(g, 6000, L, net, xyz, q);
+                random_set(g, test_size(6000, 1500), L, net, xyz, q);
                 // some particles outside the box: both sides must wrap them the same way
                 for (int i = 0; i < 50; ++i) xyz[3 * i] += (i % 2 ? 1 : -1) * L * (1 + i % 3);
                 fmm_opts o;
@@ -167,9 +170,9 @@ TEST(GpuPeriodic, ClusteredDropletMatchesCpu) {
     std::mt19937_64 g(test_seed());
     const double L = 6.0, box[3] = {L, L, L};
     std::vector<double> xyz, q;
-    random_set(g, 5000, L / 3, 0.0, xyz, q);
+    random_set(g, test_size(5000, 1500), L / 3, 0.0, xyz, q);
     for (auto &v : xyz) v += L / 3;
-    for (int D : {1, 2, 3}) {
+    for (int D : test_size<std::vector<int>>({1, 2, 3}, {1, 3})) {
         SCOPED_TRACE("depth " + std::to_string(D));
         fmm_opts o;
         fmm_default_opts(&o);
@@ -195,7 +198,7 @@ TEST(GpuPeriodic, CompactClusterAtDepthZero) {
     const double L = 5.0, box[3] = {L, L, L}, R = 0.25 * L; // 2R / L = 0.5 < PBC_COMPACT_RHO
     for (double net : {0.0, 2.0}) {
         SCOPED_TRACE("net " + std::to_string(net));
-        const long n = 3000;
+        const long n = test_size(3000, 800);
         std::vector<double> xyz(3 * n), q(n);
         ASSERT_EQ(pts_ball(n, g(), xyz.data(), q.data()), PTS_OK);
         for (long i = 0; i < 3 * n; ++i)
@@ -206,7 +209,7 @@ TEST(GpuPeriodic, CompactClusterAtDepthZero) {
         ASSERT_EQ(fmm_ewald(n, xyz.data(), q.data(), box, 1e-12, ref.phi.data(), ref.field.data(),
                             &ref.energy, ref.virial, 0),
                   FMM_OK);
-        for (int p : {4, 7, 12}) {
+        for (int p : test_size<std::vector<int>>({4, 7, 12}, {4, 12})) {
             fmm_opts o;
             fmm_default_opts(&o);
             o.order = p, o.depth = 0, o.periodic = 1;
@@ -259,8 +262,9 @@ TEST(GpuPeriodic, CompactClusterAtDepthZero) {
     // device-resident positions: the plan has not seen them, so a small set starts at depth 0
     // (exact either way); an uncompact one, once an evaluation that waits has reported it, gets a
     // tree
+    const long nd = test_size(3000, 800);
     std::vector<double> xyz, q;
-    random_set(g, 3000, L, 0.0, xyz, q);
+    random_set(g, nd, L, 0.0, xyz, q);
     std::vector<float> xf(xyz.begin(), xyz.end()), qf(q.begin(), q.end());
     float *d_x = nullptr, *d_f = nullptr;
     ASSERT_EQ(cudaMalloc((void **)&d_x, sizeof(float) * xf.size()), cudaSuccess);
@@ -271,20 +275,20 @@ TEST(GpuPeriodic, CompactClusterAtDepthZero) {
     ASSERT_NE(p, nullptr);
     fmm_info info;
     double e0 = 0, e1 = 0;
-    ASSERT_EQ(fmm_cuda_setptsf(p, 3000, d_x, nullptr), FMM_OK);
+    ASSERT_EQ(fmm_cuda_setptsf(p, nd, d_x, nullptr), FMM_OK);
     ASSERT_EQ(fmm_get_info(p, &info), FMM_OK);
     EXPECT_EQ(info.depth, 0);
     ASSERT_EQ(fmm_cuda_forcesf(p, qf.data(), d_f, 1.0, &e0, nullptr, nullptr), FMM_OK);
-    ASSERT_EQ(fmm_cuda_setptsf(p, 3000, d_x, nullptr), FMM_OK);
+    ASSERT_EQ(fmm_cuda_setptsf(p, nd, d_x, nullptr), FMM_OK);
     ASSERT_EQ(fmm_get_info(p, &info), FMM_OK);
     EXPECT_GT(info.depth, 0);
     ASSERT_EQ(fmm_cuda_forcesf(p, nullptr, d_f, 1.0, &e1, nullptr, nullptr), FMM_OK);
-    std::vector<double> phi(3000);
+    std::vector<double> phi(nd);
     double eref = 0, mag = 0;
     ASSERT_EQ(
-        fmm_ewald(3000, xyz.data(), q.data(), box, 1e-12, phi.data(), nullptr, &eref, nullptr, 0),
+        fmm_ewald(nd, xyz.data(), q.data(), box, 1e-12, phi.data(), nullptr, &eref, nullptr, 0),
         FMM_OK);
-    for (long i = 0; i < 3000; ++i) mag += 0.5 * std::fabs(q[i] * phi[i]);
+    for (long i = 0; i < nd; ++i) mag += 0.5 * std::fabs(q[i] * phi[i]);
     EXPECT_LT(std::fabs(e0 - eref), 1e-3 * mag); // order 7: the tolerance 1e-3 of the order table
     EXPECT_LT(std::fabs(e1 - eref), 1e-3 * mag);
     fmm_destroy(p);
@@ -294,7 +298,7 @@ TEST(GpuPeriodic, CompactClusterAtDepthZero) {
 
 TEST(GpuPeriodic, WaterLikeBoxAgainstEwald) {
     SKIP_WITHOUT_GPU();
-    const long nmol = 1000, n = 3 * nmol;
+    const long nmol = test_size(1000, 300), n = 3 * nmol;
     std::vector<double> xyz(3 * n), q(n);
     double L = 0;
     ASSERT_EQ(pts_water(nmol, test_seed(), xyz.data(), q.data(), &L), PTS_OK);
@@ -304,7 +308,7 @@ TEST(GpuPeriodic, WaterLikeBoxAgainstEwald) {
     ASSERT_EQ(fmm_ewald(n, xyz.data(), q.data(), box, 1e-12, ref.phi.data(), ref.field.data(), &ref.energy,
                         ref.virial, 0),
               FMM_OK);
-    for (double tol : {1e-3, 1e-4, 1e-5, 1e-6}) {
+    for (double tol : test_size<std::vector<double>>({1e-3, 1e-4, 1e-5, 1e-6}, {1e-3, 1e-6})) {
         fmm_opts o;
         fmm_default_opts(&o);
         o.tolerance = tol, o.periodic = 1;
@@ -324,12 +328,12 @@ TEST(GpuPeriodic, WaterLikeBoxAgainstEwald) {
 // must meet it, virial included.
 TEST(GpuMixed, FloatNearFieldMeetsItsTolerance) {
     SKIP_WITHOUT_GPU();
-    const long nmol = 3000, n = 3 * nmol;
+    const long nmol = test_size(3000, 1000), n = 3 * nmol;
     std::vector<double> xyz(3 * n), q(n);
     double L = 0;
     ASSERT_EQ(pts_water(nmol, test_seed(), xyz.data(), q.data(), &L), PTS_OK);
     const double box[3] = {L, L, L};
-    for (int D : {2, 3, 4, 5}) {
+    for (int D : test_size<std::vector<int>>({2, 3, 4, 5}, {2, 5})) { // 5: the halo M2L
         fmm_opts o;
         fmm_default_opts(&o);
         o.order = 8, o.depth = D, o.periodic = 1;
@@ -348,7 +352,8 @@ TEST(GpuMixed, FloatNearFieldMeetsItsTolerance) {
     ASSERT_EQ(fmm_ewald(n, xyz.data(), q.data(), box, 1e-10, ref.phi.data(), ref.field.data(), &ref.energy,
                         ref.virial, 0),
               FMM_OK);
-    for (double tol : {1e-3, 1e-4, FMM_MIXED_TOL_MIN}) {
+    for (double tol : test_size<std::vector<double>>({1e-3, 1e-4, FMM_MIXED_TOL_MIN},
+                                                     {1e-3, FMM_MIXED_TOL_MIN})) {
         fmm_opts o;
         fmm_default_opts(&o);
         o.tolerance = tol, o.periodic = 1, o.precision = FMM_PRECISION_MIXED;
@@ -369,7 +374,7 @@ TEST(GpuMixed, FloatNearFieldMeetsItsTolerance) {
 // finite and within FMM_MIXED_TOL_MIN of the double one.
 TEST(GpuMixed, FloatM2LOnlyWhereTheOperatorsFit) {
     SKIP_WITHOUT_GPU();
-    const long nmol = 1000, n = 3 * nmol;
+    const long nmol = test_size(1000, 300), n = 3 * nmol;
     std::vector<double> xyz(3 * n), q(n);
     double L = 0;
     ASSERT_EQ(pts_water(nmol, test_seed(), xyz.data(), q.data(), &L), PTS_OK);
@@ -401,7 +406,7 @@ TEST(GpuPlan, ReusesTheGraphAcrossSetptsAndExecute) {
     ASSERT_EQ(fmm_makeplan(&o, nullptr, &cp), FMM_OK);
     o.device = FMM_DEVICE_CUDA;
     ASSERT_EQ(fmm_makeplan(&o, nullptr, &gp), FMM_OK);
-    for (long n : {4000L, 4000L, 9000L, 2500L}) {
+    for (long n : test_size<std::vector<long>>({4000, 4000, 9000, 2500}, {1000, 1000, 2000, 600})) {
         std::vector<double> xyz, q;
         random_set(g, n, 1.0, 0.0, xyz, q);
         ASSERT_EQ(fmm_setpts(cp, n, xyz.data()), FMM_OK);
@@ -415,10 +420,11 @@ TEST(GpuPlan, ReusesTheGraphAcrossSetptsAndExecute) {
             EXPECT_LT(rel(d.phi, c.phi), 1e-12) << "n " << n << " rep " << rep;
         }
     }
-    double ms[5];
-    EXPECT_EQ(fmm_cuda_time_replays(gp, 5, ms), FMM_OK);
+    const int reps = test_size(5, 2);
+    std::vector<double> ms(reps);
+    EXPECT_EQ(fmm_cuda_time_replays(gp, reps, ms.data()), FMM_OK);
     for (double t : ms) EXPECT_GT(t, 0.0);
-    EXPECT_EQ(fmm_cuda_time_replays(cp, 5, ms), FMM_ERR_DEVICE);
+    EXPECT_EQ(fmm_cuda_time_replays(cp, reps, ms.data()), FMM_ERR_DEVICE);
     fmm_destroy(gp), fmm_destroy(cp);
 }
 
@@ -431,12 +437,13 @@ TEST(GpuPlan, ExclusionsAndKeptChargesMatchCpu) {
     SKIP_WITHOUT_GPU();
     std::mt19937_64 g(test_seed());
     const double L = 1.0, box[3] = {L, L, L};
+    const long na = test_size(9000, 1500);
     std::vector<double> xyz, q;
-    random_set(g, 9000, L, 0.0, xyz, q);
+    random_set(g, na, L, 0.0, xyz, q);
     std::normal_distribution<double> gauss;
     const double bond = 0.02, half = 0.5 * 104.5 * M_PI / 180;
     std::vector<int> pairs;
-    for (int m = 0; m + 2 < 9000; m += 3) {
+    for (int m = 0; m + 2 < na; m += 3) {
         // a random orthonormal pair (e1, e2) spans the molecule's plane
         double e1[3], e2[3], n1 = 0, d12 = 0, n2 = 0;
         for (int d = 0; d < 3; ++d) e1[d] = gauss(g), e2[d] = gauss(g), n1 += e1[d] * e1[d];
@@ -462,10 +469,10 @@ TEST(GpuPlan, ExclusionsAndKeptChargesMatchCpu) {
             o.device = FMM_DEVICE_CUDA, o.precision = mixed ? FMM_PRECISION_MIXED : FMM_PRECISION_DOUBLE;
             ASSERT_EQ(fmm_makeplan(&o, periodic ? box : nullptr, &gp), FMM_OK);
             Out c, d, k;
-            for (Out *r : {&c, &d, &k}) r->phi.assign(9000, NAN), r->field.assign(27000, NAN);
+            for (Out *r : {&c, &d, &k}) r->phi.assign(na, NAN), r->field.assign(3 * na, NAN);
             for (fmm_plan *p : {cp, gp}) {
                 ASSERT_EQ(fmm_set_exclusions(p, (long)pairs.size() / 2, pairs.data()), FMM_OK);
-                ASSERT_EQ(fmm_setpts(p, 9000, xyz.data()), FMM_OK);
+                ASSERT_EQ(fmm_setpts(p, na, xyz.data()), FMM_OK);
             }
             ASSERT_EQ(fmm_execute(cp, q.data(), c.phi.data(), c.field.data(), &c.energy, c.virial), FMM_OK);
             ASSERT_EQ(fmm_execute(gp, q.data(), d.phi.data(), d.field.data(), &d.energy, d.virial), FMM_OK);
@@ -508,23 +515,25 @@ TEST(GpuPlan, ExclusionsAndKeptChargesMatchCpu) {
                 o.depth = depth;
                 ASSERT_EQ(fmm_makeplan(&o, box, &gp), FMM_OK);
                 ASSERT_EQ(fmm_set_exclusions(gp, (long)pairs.size() / 2, pairs.data()), FMM_OK);
-                std::vector<float> xf(xyz.begin(), xyz.end()), qf(q.begin(), q.end()), fh(27000),
-                    fd(27000, NAN);
+                std::vector<float> xf(xyz.begin(), xyz.end()), qf(q.begin(), q.end()), fh(3 * na),
+                    fd(3 * na, NAN);
                 double eh = 0, ed = 0;
-                ASSERT_EQ(fmm_setptsf(gp, 9000, xf.data()), FMM_OK);
+                ASSERT_EQ(fmm_setptsf(gp, na, xf.data()), FMM_OK);
                 ASSERT_EQ(fmm_executef(gp, qf.data(), nullptr, fh.data(), &eh, nullptr), FMM_OK);
                 float *d_x = nullptr, *d_f = nullptr;
-                ASSERT_EQ(cudaMalloc((void **)&d_x, sizeof(float) * 27000), cudaSuccess);
-                ASSERT_EQ(cudaMalloc((void **)&d_f, sizeof(float) * 27000), cudaSuccess);
-                ASSERT_EQ(cudaMemcpy(d_x, xf.data(), sizeof(float) * 27000, cudaMemcpyHostToDevice),
-                          cudaSuccess);
-                ASSERT_EQ(fmm_cuda_setptsf(gp, 9000, d_x, nullptr), FMM_OK);
+                ASSERT_EQ(cudaMalloc((void **)&d_x, sizeof(float) * 3 * na), cudaSuccess);
+                ASSERT_EQ(cudaMalloc((void **)&d_f, sizeof(float) * 3 * na), cudaSuccess);
+                ASSERT_EQ(
+                    cudaMemcpy(d_x, xf.data(), sizeof(float) * 3 * na, cudaMemcpyHostToDevice),
+                    cudaSuccess);
+                ASSERT_EQ(fmm_cuda_setptsf(gp, na, d_x, nullptr), FMM_OK);
                 ASSERT_EQ(fmm_cuda_forcesf(gp, nullptr, d_f, 2.0, &ed, nullptr, nullptr), FMM_OK);
-                ASSERT_EQ(cudaMemcpy(fd.data(), d_f, sizeof(float) * 27000, cudaMemcpyDeviceToHost),
-                          cudaSuccess);
+                ASSERT_EQ(
+                    cudaMemcpy(fd.data(), d_f, sizeof(float) * 3 * na, cudaMemcpyDeviceToHost),
+                    cudaSuccess);
                 cudaFree(d_x), cudaFree(d_f);
-                std::vector<double> want(27000), got(fd.begin(), fd.end());
-                for (long i = 0; i < 27000; ++i) want[i] = 2.0 * qf[i / 3] * (double)fh[i];
+                std::vector<double> want(3 * na), got(fd.begin(), fd.end());
+                for (long i = 0; i < 3 * na; ++i) want[i] = 2.0 * qf[i / 3] * (double)fh[i];
                 EXPECT_LT(rel(got, want), mixed ? 1e-6 : 1e-7);
                 EXPECT_LT(std::fabs(ed - eh), (mixed ? 1e-7 : 1e-12) * (std::fabs(eh) + excluded));
                 fmm_destroy(gp);
@@ -540,7 +549,7 @@ TEST(GpuPlan, SinglePrecisionEntryPointsMatchDouble) {
     std::mt19937_64 g(test_seed());
     const double L = 2.0, box[3] = {L, L, L};
     std::vector<double> xyz, q;
-    random_set(g, 20000, L, 0.5, xyz, q);
+    random_set(g, test_size(20000, 3000), L, 0.5, xyz, q);
     for (auto &v : xyz) v = (float)v;
     for (auto &v : q) v = (float)v;
     const std::vector<float> xf(xyz.begin(), xyz.end()), qf(q.begin(), q.end());
@@ -608,7 +617,8 @@ TEST(GpuPlan, OutOfDeviceMemoryIsAClearErrorAndThePlanRecovers) {
 #ifndef FMM_HAVE_CUDA
     GTEST_SKIP() << "the test takes device memory through the CUDA runtime: built without CUDA";
 #else
-    const long n = 20000, big = 4000000;
+    // (under the sanitizer the large set still needs ~0.45 GB, beyond the 256 MB left)
+    const long n = test_size(20000, 3000), big = test_size(4000000, 2000000);
     std::vector<double> xyz(3 * big), q(big), phi0(n), phi1(n);
     ASSERT_EQ(pts_uniform(big, test_seed(), xyz.data(), q.data()), 0);
     fmm_opts o;
@@ -673,7 +683,7 @@ TEST(GpuPlan, DeviceResidentPositionsAndForcesMatchHostCalls) {
     std::mt19937_64 g(test_seed());
     const double L = 3.0, box[3] = {L, L, L}, scale = 138.9;
     std::vector<double> xyz, q;
-    random_set(g, 30000, L, 0.0, xyz, q);
+    random_set(g, test_size(30000, 3000), L, 0.0, xyz, q);
     const long n = (long)q.size();
     std::vector<float> xf(xyz.begin(), xyz.end()), qf(q.begin(), q.end());
     std::vector<float> xf2(xf); // a second frame: every atom moved by up to 0.01
@@ -838,10 +848,12 @@ TEST(GpuDirect, RejectsBadInputAndMatchesTheCpuDirectSum) {
     xyz[4] = 0;
     SKIP_WITHOUT_GPU();
     std::mt19937_64 g(test_seed());
-    random_set(g, 3000, 1.0, 0.0, xyz, q);
-    std::vector<double> p1(3000), f1(9000), p2(3000, NAN), f2(9000, NAN);
-    ASSERT_EQ(fmm_direct(3000, xyz.data(), q.data(), p1.data(), f1.data(), nullptr, nullptr, 0), FMM_OK);
-    ASSERT_EQ(fmm_direct_cuda(3000, xyz.data(), q.data(), p2.data(), f2.data(), nullptr), FMM_OK);
+    const long n = test_size(3000, 1000);
+    random_set(g, n, 1.0, 0.0, xyz, q);
+    std::vector<double> p1(n), f1(3 * n), p2(n, NAN), f2(3 * n, NAN);
+    ASSERT_EQ(fmm_direct(n, xyz.data(), q.data(), p1.data(), f1.data(), nullptr, nullptr, 0),
+              FMM_OK);
+    ASSERT_EQ(fmm_direct_cuda(n, xyz.data(), q.data(), p2.data(), f2.data(), nullptr), FMM_OK);
     EXPECT_LT(rel(p2, p1), 1e-13);
     EXPECT_LT(rel(f2, f1), 1e-13);
 }

@@ -26,6 +26,7 @@
 
 #include "fmm_rbf.h"
 #include "rbf/rbf_internal.h"
+#include "test_env.h"
 
 namespace {
 
@@ -555,7 +556,7 @@ TEST(RbfBldtt, CoarseMatvecForTheToleranceIsRefused) {
 TEST(RbfGpu, AgreesWithCpu) {
     if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     uint64_t seed = test_seed(7);
-    long n = 20000;
+    long n = test_size(20000, 4000);
     auto x = points(CLUSTERED, n, seed);
     auto f = values(x);
     fmm_rbf_opts o = opts(0.01, 1e-9);
@@ -959,7 +960,7 @@ TEST(RbfGpu, DeformAgreesWithCpu) {
        largest displacement), with the CPU in double throughout (the GPU's passes are all
        double; a CPU fit left with one active component may take single-precision passes) */
     std::vector<long> inner, outer;
-    fmm_vtk_mesh m = sphere_mesh(12, 10, 0.5, 2.0, inner, outer);
+    fmm_vtk_mesh m = sphere_mesh(test_size(12, 8), test_size(10, 6), 0.5, 2.0, inner, outer);
     std::vector<double> b, d;
     sphere_motion(m, inner, outer, b, d);
     long nb = (long)b.size() / 3;
