@@ -348,12 +348,14 @@ class FGTPlan(_Plan):
 
     _destroy = _c.fgt_destroy
 
-    def __init__(self, bandwidth, dim=3, tolerance=1e-6, threads=0, device="cpu", box_side=0.0):
+    def __init__(self, bandwidth, dim=3, tolerance=1e-6, threads=0, device="cpu", box_side=0.0,
+                 force_mode="auto"):
         super().__init__()
         o = _c.CStruct("fgt_opts")
         _c.fgt_default_opts(o.ptr)
         o["tolerance"], o["threads"], o["device"] = tolerance, threads, _device(device)
         o["box_side"] = box_side
+        o["force_mode"] = {"auto": 0, "direct": 1, "hermite": 2, "taylor": 3, "h2t": 4}[force_mode]
         self.dim = dim
         _check(_c.fgt_makeplan(dim, bandwidth, o.ptr, ctypes.byref(self._p)), _c.fgt_strerror)
         self.ns = self.nt = 0

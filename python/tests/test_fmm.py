@@ -128,6 +128,10 @@ def test_fgt_against_direct(rng):
         ref_np = (np.exp(-((t[:, None, :] - s[None, :, :]) ** 2).sum(-1) / h**2) @ q)
         assert np.max(np.abs(ref - ref_np)) <= 1e-12 * q.sum()
         assert np.max(np.abs(g - ref)) <= tol * q.sum(), dim
+    with fmm.FGTPlan(h, tolerance=tol, force_mode="hermite") as p:  # dim 3, every pair Hermite
+        g = p.setpts(s, t).execute(q)
+        assert p.info["pairs"][2] > 0
+    assert np.max(np.abs(g - ref)) <= tol * q.sum()
 
 
 def test_rbf_fit_and_evaluate(rng):
