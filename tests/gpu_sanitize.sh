@@ -7,9 +7,9 @@
 # copy of its source tree in .gtest/ (the device machine has none: carry it).
 # The GPU test suite: every case of test_gpu, and the device cases of the other test binaries (names
 # with Gpu, Cuda or Device: BldttGpu.*, FgtGpu.*, RbfGpu.*, GpuHardening.*, Makeplan.CudaDevice, ...),
-# all in their sanitizer mode (FMM_TEST_SANITIZE=1, tests/test_env.h: smaller sets, fewer repeats,
-# the same kernel paths and checks). First a plain run of that suite (it must pass: it checks the
-# smaller sizes without a tool, and its case times are in the logs), then one tool after the other;
+# under the tools in their sanitizer mode (FMM_TEST_SANITIZE=1, tests/test_env.h: smaller sets,
+# fewer repeats, the same kernel paths and checks). First a plain run of that suite at full size
+# (PLAIN=1: it must pass; its case times are in the logs), then one tool after the other;
 # within a tool at most PAR sanitized processes at once (test_gpu split into SHARDS GoogleTest
 # shards; many processes at once exhaust the GPU's memory: the tests then fail with FMM_ERR_NOMEM),
 # each with OMP_NUM_THREADS = cores / PAR for the CPU references. The out-of-device-memory test runs
@@ -46,7 +46,6 @@ SUMMARY=$WORK/gpu_sanitize.txt
 OTHERS="test_bldtt test_rbf test_fgt test_hardening_fmm test_api"
 DEVICE_CASES='*Gpu*:*Cuda*:*Device*'
 OOM='GpuPlan.OutOfDeviceMemory*'
-export FMM_TEST_SANITIZE=1
 OMP=$(($(nproc) / PAR))
 export OMP_NUM_THREADS=$((OMP > 1 ? OMP : 1))
 mkdir -p "$OUT"
@@ -74,7 +73,7 @@ fi
 mkdir -p "$LOGS"
 if [ ! -s "$SUMMARY" ]; then
     {
-        echo "# tests/gpu_sanitize.sh: compute-sanitizer over the GPU test suite (FMM_TEST_SANITIZE=1)"
+        echo "# tests/gpu_sanitize.sh: compute-sanitizer over the GPU test suite (plain: full size; tools: FMM_TEST_SANITIZE=1)"
         echo "# commit $(git rev-parse --short HEAD 2> /dev/null || echo unknown)$(git diff --quiet 2> /dev/null || echo -dirty)"
         echo "# device $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2> /dev/null | head -1)"
         echo "# $(compute-sanitizer --version 2> /dev/null | tail -1)"
@@ -97,9 +96,10 @@ run() {
         printf '%-9s %-19s shard %-3s not run (budget)\n' "$tool" "$bin" "$shard"
         return
     fi
-    local env=() san=()
-    [ "$shard" != all ] && [ "$shard" != oom ] && env=("GTEST_TOTAL_SHARDS=$SHARDS" "GTEST_SHARD_INDEX=$shard")
-    [ "$tool" != plain ] && san=(compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 200 "$@")
+    local env=(-u FMM_TEST_SANITIZE) san=()
+    [ "$shard" != all ] && [ "$shard" != oom ] && env+=("GTEST_TOTAL_SHARDS=$SHARDS" "GTEST_SHARD_INDEX=$shard")
+    [ "$tool" != plain ] && env+=(FMM_TEST_SANITIZE=1) &&
+        san=(compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 200 "$@")
     local t
     t=$(date +%s)
     env "${env[@]}" timeout -k 10 "$limit" "${san[@]}" $B/bin/$bin --gtest_filter="$filter" > "$log" 2>&1
