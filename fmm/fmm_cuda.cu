@@ -960,17 +960,15 @@ static int launch_images(fmm_gpu *g, int l1, double *fshift, cudaStream_t st) {
 /* the periodic virial's sum about the charges' middle (k_virial_extent on st_extent, beside the
    downward pass; k_virial_far on st after the outputs and the extent) */
 static int launch_virial_extent(fmm_gpu *g, cudaStream_t st) {
-    const unsigned nb = blocks(g->n, 256);
-    k_virial_extent < <<nb<1024 ? nb : 1024, 256, 0, st>>>(g->n, g->xyz, g->depth, g->tinfoil,
-                                                           g->geom, g->red);
+    const unsigned nb = blocks(g->n, 256) < 1024 ? blocks(g->n, 256) : 1024;
+    k_virial_extent<<<nb, 256, 0, st>>>(g->n, g->xyz, g->depth, g->tinfoil, g->geom, g->red);
     CU(cudaGetLastError());
     return FMM_OK;
 }
 static int launch_virial_far(fmm_gpu *g, cudaStream_t st) {
-    const unsigned nb = blocks(g->n, 256);
-    k_virial_far < <<nb<1024 ? nb : 1024, 256, 0, st>>>(g->n, g->xyz, g->qin, g->out,
-                                                        g->xatoms ? g->xterm : NULL, g->xatoms,
-                                                        g->depth, g->tinfoil, g->geom, g->red);
+    const unsigned nb = blocks(g->n, 256) < 1024 ? blocks(g->n, 256) : 1024;
+    k_virial_far<<<nb, 256, 0, st>>>(g->n, g->xyz, g->qin, g->out, g->xatoms ? g->xterm : NULL,
+                                     g->xatoms, g->depth, g->tinfoil, g->geom, g->red);
     CU(cudaGetLastError());
     return FMM_OK;
 }
