@@ -71,6 +71,13 @@ static int parse_number(const char *cmd, const cli_option *o, const char *s, dou
     return 0;
 }
 
+/* whether s is a number as a whole (strtod's syntax): a value, not the next option */
+static int is_number(const char *s) {
+    char *end;
+    strtod(s, &end);
+    return end != s && *end == '\0';
+}
+
 static int parse_choice(const char *cmd, const cli_option *o, const char *s) {
     for (int k = 0; o->choices[k]; ++k)
         if (!strcmp(o->choices[k], s)) {
@@ -147,6 +154,18 @@ int cli_parse_options(const char *cmd, const char *help, const cli_option *opts,
                 o->d[1] = o->d[2] = o->d[0];
             }
             break;
+        case CLI_BOX: {
+            int k = 0;
+            bad = parse_number(cmd, o, v, &o->d[k++], NULL);
+            while (!bad && k < 9 && i + 1 < argc && is_number(argv[i + 1]))
+                bad = parse_number(cmd, o, argv[++i], &o->d[k++], NULL);
+            if (!bad && k != 1 && k != 3 && k != 9) {
+                fprintf(stderr, "fmm %s: %s takes 1, 3 or 9 numbers, got %d\n", cmd, o->name, k);
+                bad = 1;
+            }
+            if (o->given) *o->given = k;
+            break;
+        }
         case CLI_CHOICE:
             bad = parse_choice(cmd, o, v);
             break;

@@ -16,6 +16,9 @@ enum cli_kind {
     CLI_DOUBLE,  /* *d, finite */
     CLI_DOUBLE3, /* d[0..2]: three numbers, or one that stands for all three (taken as three
                     when the two arguments after the first do not start with '-') */
+    CLI_BOX,     /* d[0..8]: 1, 3 or 9 numbers (a cube's edge; three edges; the rows a, b, c of a
+                    cell), each argument after the first taken while it is a number (negative
+                    ones too); the count goes to *given */
     CLI_CHOICE,  /* *i = the index of the value in choices */
     CLI_ARG      /* a positional argument (one not starting with '-'), *s; name only labels it */
 };

@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/commands.h"
 #include "fmm.h"
@@ -13,46 +14,65 @@ static const char *help =
     "  --in FILE          particles, one per line: x y z q ('#' comments, blank lines ok)\n"
     "  --out FILE         write 'phi Ex Ey Ez' per particle, in input order (%.17g); the file\n"
     "                     is replaced only when complete (a failed write keeps the old one)\n"
-    "  --box L | --box LX LY LZ   box [0,L]^3; open boundary: particles must lie inside\n"
-    "  --periodic         periodic cubic box (needs --box; particles are wrapped), Ewald\n"
-    "                     conventions: tin-foil boundary, neutralising background\n"
+    "  --box L | --box LX LY LZ | --box ax ay az bx by bz cx cy cz\n"
+    "                     the box [0,L]^3 or [0,LX]x[0,LY]x[0,LZ] (open boundary: particles\n"
+    "                     must lie inside), or with --periodic a cell given by its rows\n"
+    "                     a, b, c in GROMACS's form (ay = az = bz = 0, |bx|, |cx| <= ax/2,\n"
+    "                     |cy| <= by/2: a rhombic dodecahedron, a truncated octahedron, ...)\n"
+    "  --periodic         periodic cell (particles are wrapped into it), Ewald conventions:\n"
+    "                     tin-foil boundary, neutralising background. The cell is --box, or\n"
+    "                     else the input's '# box' line of 3 or 9 numbers (--box wins)\n"
     "  --vacuum           periodic with the vacuum (dipole) boundary instead of tin-foil\n"
     "  --tolerance T      relative L2 error of the potential, 1e-12..1e-3 (default 1e-6)\n"
     "  --order P          force the expansion order (1..50)\n"
     "  --depth D          force a uniform tree of depth D (0..20; -1, the default: adaptive)\n"
-    "  --leaf N           adaptive tree: max particles per leaf, 0..4096 (default 0: from the\n"
-    "                     order)\n"
-    "  --threads N        OpenMP threads, 0..1024 (default 0: all)\n"
+    "  --leaf N           adaptive tree: max particles per leaf, 1..4096; 0 (the default)\n"
+    "                     chooses it from the order\n"
+    "  --threads N        OpenMP threads, 1..1024; 0 (the default) takes OpenMP's default\n"
+    "                     (OMP_NUM_THREADS, or every core)\n"
     "  --device cpu|cuda  where the FMM runs (default cpu); cuda: uniform tree (depth from n\n"
     "                     unless --depth), order <= 20, positions and charges on the GPU\n"
     "  --precision double|mixed   cuda only: mixed runs the near field in float (tolerance >= "
     "1e-5)\n"
     "  --repeat K         evaluate K more times with the same plan (fmm_setpts + fmm_execute,\n"
     "                     as in an MD step) and print the median as time_step_s\n"
-    "  --reference        compare with the direct sum, or the Ewald sum if periodic (all\n"
+    "  --reference        compare with the direct sum, or the Ewald sum of the cell if periodic "
+    "(all\n"
     "                     targets up to 20000 particles, else an evenly spaced sample)\n"
     "  --reference-sample K   number of sampled targets for the comparison (default 2000)\n"
-    "stdout: energy, order, depth, time_s, virial xx yy zz xy xz yz\n"
-    "        [, rel_l2_error_phi, rel_rms_error_field, rel_error_energy, rel_error_virial]\n";
+    "stdout, one 'name value' per line: n, energy, order, depth, leaves, images (periodic:\n"
+    "        the near images summed directly, 27 for a cube), time_s, [time_step_s with\n"
+    "        --repeat,] virial xx yy zz xy xz yz; with --reference: reference_targets,\n"
+    "        reference_time_s, rel_l2_error_phi, rel_rms_error_field [, rel_error_energy,\n"
+    "        rel_error_virial when every particle is a target]\n";
 
-/* The Ewald reference is tin-foil; the vacuum (cubic growth) boundary of a neutral cell adds
- * the surface term (recipe 4): phi += 4 pi/3V D.Y - 2 pi/3V S2, E -= 4 pi/3V D,
- * U += 2 pi/3V |D|^2, W -= 2 pi/3V (2 D D^T - |D|^2 I), with D and S2 the dipole and second
- * moment of the charges wrapped into the box, about its centre. */
-static void ewald_to_vacuum(long n, const double *xyz, const double *q, double L, double *phi,
-                            double *field, double *energy, double *virial) {
-    const double V = L * L * L, k = 4 * 3.14159265358979323846 / (3 * V);
-    double D[3] = {0, 0, 0}, S2 = 0;
-    for (long i = 0; i < n; ++i)
-        for (int a = 0; a < 3; ++a) {
-            double y = xyz[3 * i + a] - L * floor(xyz[3 * i + a] / L) - 0.5 * L;
-            D[a] += q[i] * y, S2 += q[i] * y * y;
-        }
+/* x (3) wrapped into the brick [0,ax) x [0,by) x [0,cz) of the cell h (rows a, b, c) and taken
+ * about its centre: z by c, then y by b, then x by a */
+static void brick_offset(const double *h, const double *x, double y[3]) {
+    for (int a = 0; a < 3; ++a) y[a] = x[a];
+    for (int d = 2; d >= 0; --d) {
+        const double m = floor(y[d] / h[4 * d]);
+        for (int a = 0; a <= d; ++a) y[a] -= m * h[3 * d + a];
+    }
+    for (int a = 0; a < 3; ++a) y[a] -= 0.5 * h[4 * a];
+}
+
+/* The Ewald reference is tin-foil; the vacuum (spherical growth) boundary of a neutral cell adds
+ * the surface term (recipe 4, docs/periodic-cells.md section 4): phi += 4 pi/3V D.Y - 2 pi/3V S2,
+ * E -= 4 pi/3V D, U += 2 pi/3V |D|^2, W -= 2 pi/3V (2 D D^T - |D|^2 I), with D and S2 the dipole
+ * and second moment of the charges wrapped into the cell's brick, about its centre. */
+static void ewald_to_vacuum(long n, const double *xyz, const double *q, const double *h,
+                            double *phi, double *field, double *energy, double *virial) {
+    const double V = h[0] * h[4] * h[8], k = 4 * 3.14159265358979323846 / (3 * V);
+    double D[3] = {0, 0, 0}, S2 = 0, y[3];
+    for (long i = 0; i < n; ++i) {
+        brick_offset(h, xyz + 3 * i, y);
+        for (int a = 0; a < 3; ++a) D[a] += q[i] * y[a], S2 += q[i] * y[a] * y[a];
+    }
     const double DD = D[0] * D[0] + D[1] * D[1] + D[2] * D[2];
     for (long i = 0; i < n; ++i) {
-        double dy = 0;
-        for (int a = 0; a < 3; ++a)
-            dy += D[a] * (xyz[3 * i + a] - L * floor(xyz[3 * i + a] / L) - 0.5 * L);
+        brick_offset(h, xyz + 3 * i, y);
+        const double dy = D[0] * y[0] + D[1] * y[1] + D[2] * y[2];
         phi[i] += k * dy - 0.5 * k * S2;
         for (int a = 0; a < 3; ++a) field[3 * i + a] -= k * D[a];
     }
@@ -62,20 +82,48 @@ static void ewald_to_vacuum(long n, const double *xyz, const double *q, double L
             virial[3 * a + b] -= 0.5 * k * (2 * D[a] * D[b] - (a == b) * DD);
 }
 
+/* The first '# box' line of the file at path: its 3 (edges) or 9 (rows a, b, c) numbers into
+ * box; returns their count, 0 when there is no such line, -1 for one that has another count. */
+static int box_line(const char *path, double box[9]) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0; /* the reader reports it */
+    char line[4096];
+    int count = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *s = line;
+        while (*s == ' ' || *s == '\t') ++s;
+        if (*s != '#') continue;
+        ++s;
+        while (*s == ' ' || *s == '\t') ++s;
+        if (strncmp(s, "box", 3) || (s[3] != ' ' && s[3] != '\t')) continue;
+        s += 3;
+        char *end;
+        double v;
+        while (count <= 9 && (v = strtod(s, &end), end != s)) {
+            if (count < 9) box[count] = v;
+            ++count, s = end;
+        }
+        while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') ++s;
+        if (*s || (count != 3 && count != 9)) count = -1;
+        break;
+    }
+    fclose(f);
+    return count;
+}
+
 int cli_coulomb(int argc, char **argv) {
     static const char *const precisions[] = {"double", "mixed",
                                              NULL}; /* enum fmm_precision order */
     const char *in = NULL, *out = NULL;
     int reference = 0, vacuum = 0, nbox = 0, repeat = 0;
     long sample = 2000;
-    double box[3];
+    double box[9];
     fmm_opts o;
     fmm_default_opts(&o);
     const cli_option opts[] = {
         {"--in", CLI_STRING, .s = &in},
         {"--out", CLI_STRING, .s = &out},
-        {"--box", CLI_DOUBLE3, .d = box, .min = 0, .max = INFINITY, .open = CLI_OPEN_MIN,
-         .given = &nbox},
+        {"--box", CLI_BOX, .d = box, .given = &nbox},
         {"--periodic", CLI_FLAG, .i = &o.periodic},
         {"--vacuum", CLI_FLAG, .i = &vacuum},
         {"--tolerance", CLI_DOUBLE, .d = &o.tolerance, .min = FMM_TOL_MIN, .max = FMM_TOL_MAX},
@@ -95,10 +143,25 @@ int cli_coulomb(int argc, char **argv) {
         fprintf(stderr, "fmm coulomb: --in FILE is required (try --help)\n");
         return 2;
     }
-    if (o.periodic && !nbox) {
-        fprintf(stderr, "fmm coulomb: --periodic needs --box L (or LX LY LZ)\n");
+    if (o.periodic && !nbox && (nbox = box_line(in, box)) < 0) {
+        fprintf(stderr, "fmm coulomb: %s: a '# box' line needs 3 or 9 numbers\n", in);
         return 2;
     }
+    if (o.periodic && !nbox) {
+        fprintf(stderr, "fmm coulomb: --periodic needs --box L (or LX LY LZ, or the 9 numbers "
+                        "of a cell) or a '# box' line in the input\n");
+        return 2;
+    }
+    if (!o.periodic && nbox == 9) {
+        fprintf(stderr, "fmm coulomb: --box with 9 numbers is a periodic cell (add --periodic)\n");
+        return 2;
+    }
+    if (nbox == 1) box[1] = box[2] = box[0];
+    /* the cell's rows a, b, c (periodic) */
+    double cell[9] = {box[0], 0, 0, 0, box[1], 0, 0, 0, box[2]};
+    if (nbox == 9) memcpy(cell, box, sizeof cell);
+    const int cube = cell[0] == cell[4] && cell[4] == cell[8] && !cell[1] && !cell[2] && !cell[3] &&
+                     !cell[5] && !cell[6] && !cell[7];
     if (vacuum && !o.periodic) {
         fprintf(stderr, "fmm coulomb: --vacuum applies to periodic boxes only (add --periodic)\n");
         return 2;
@@ -125,12 +188,13 @@ int cli_coulomb(int argc, char **argv) {
         goto done;
     }
     double t0 = omp_get_wtime(), energy, virial[9];
-    int rc = fmm_makeplan(&o, nbox ? box : NULL, &plan);
+    int rc = o.periodic ? fmm_makeplan_cell(&o, cell, &plan)
+                        : fmm_makeplan(&o, nbox ? box : NULL, &plan);
     if (!rc) rc = fmm_setpts(plan, n, xyz);
     if (!rc) rc = fmm_execute(plan, q, phi, field, &energy, virial);
     double t1 = omp_get_wtime();
-    if (rc == FMM_ERR_COINCIDENT &&
-        cli_report_coincident("coulomb", in, "particles", n, xyz, lines, o.periodic ? box[0] : 0))
+    if (rc == FMM_ERR_COINCIDENT && cli_report_coincident("coulomb", in, "particles", n, xyz, lines,
+                                                          o.periodic && cube ? box[0] : 0))
         goto done;
     if (rc) {
         fprintf(stderr, "fmm coulomb: %s\n", fmm_strerror(rc));
@@ -164,8 +228,8 @@ int cli_coulomb(int argc, char **argv) {
     fmm_info info;
     fmm_get_info(plan, &info);
     if (out && cli_write_values("coulomb", out, n, phi, field)) goto done;
-    printf("n %ld\nenergy %.17g\norder %d\ndepth %d\nleaves %ld\ntime_s %.6f\n", n, energy,
-           info.order, info.depth, info.nleaves, t1 - t0);
+    printf("n %ld\nenergy %.17g\norder %d\ndepth %d\nleaves %ld\nimages %d\ntime_s %.6f\n", n,
+           energy, info.order, info.depth, info.nleaves, info.images, t1 - t0);
     if (repeat > 0) printf("time_step_s %.6f\n", step);
     printf("virial %.17g %.17g %.17g %.17g %.17g %.17g\n", virial[0], virial[4], virial[8],
            virial[1], virial[2], virial[5]);
@@ -184,7 +248,7 @@ int cli_coulomb(int argc, char **argv) {
         for (long k = 0; k < m; ++k) idx[k] = (long)((double)k * n / m);
         double r0 = omp_get_wtime(), eref = 0, vref[9];
         if (o.periodic)
-            rc = fmm_ewald(n, xyz, q, box, 1e-12, rp, rf, &eref, vref, o.threads);
+            rc = fmm_ewald_cell(n, xyz, q, cell, 1e-12, rp, rf, &eref, vref, o.threads);
         else
             rc = m == n ? fmm_direct(n, xyz, q, rp, rf, &eref, vref, o.threads)
                         : fmm_direct_targets(n, xyz, q, m, idx, rp, rf, o.threads);
@@ -194,7 +258,7 @@ int cli_coulomb(int argc, char **argv) {
             free(idx), free(rp), free(rf);
             goto done;
         }
-        if (vacuum) ewald_to_vacuum(n, xyz, q, box[0], rp, rf, &eref, vref);
+        if (vacuum) ewald_to_vacuum(n, xyz, q, cell, rp, rf, &eref, vref);
         printf("reference_targets %ld\nreference_time_s %.6f\n", m, r1 - r0);
         printf("rel_l2_error_phi %.6e\nrel_rms_error_field %.6e\n",
                cli_rel_l2_error(m, 1, idx, phi, rp), cli_rel_l2_error(m, 3, idx, field, rf));

@@ -237,6 +237,9 @@ done:
 
 /* ---------------------------------------------------------------- evaluation */
 
+/* classes whose rotations are built at once */
+#define CLASS_BATCH 64
+
 /* pairs whose M2L results are held at once: about 2^23 doubles */
 static long batch_pairs(int npad) {
     const long b = (1L << 23) / npad;
@@ -255,7 +258,8 @@ int img_to_local(const img_lists *L, const m2l_operators *ops, const octree *t, 
     double *buf = aligned_alloc(64, sizeof(double) * (size_t)np * (size_t)(cap + PANEL_NB));
     double *fit = fshift ? calloc(3 * (size_t)(nitem + 1), sizeof(double)) : NULL;
     long *cur = malloc(sizeof(long) * (size_t)(t->nbox + 1));
-    int fail = !item || !buf || !cur || (fshift && !fit);
+    double *rot = malloc(sizeof(double) * 2 * CLASS_BATCH * (size_t)nrot);
+    int fail = !item || !buf || !cur || !rot || (fshift && !fit);
     if (!fail) {
         long it = 0;
         for (int c = 0; c < L->nclass; ++c)
@@ -267,37 +271,40 @@ int img_to_local(const img_lists *L, const m2l_operators *ops, const octree *t, 
         /* a batch: items i0 .. i1 - 1, pairs first .. p1 - 1 */
         long i1 = i0, p1 = 0;
         const long first = item[2 * i0 + 1];
+        const int c0 = (int)item[2 * i0];
         while (i1 < nitem) {
             const long e = item[2 * i1 + 1], c = item[2 * i1];
             const long end = e + PANEL_NB < L->cstart[c + 1] ? e + PANEL_NB : L->cstart[c + 1];
-            if (end - first > cap && i1 > i0) break;
+            if ((end - first > cap || c - c0 >= CLASS_BATCH) && i1 > i0) break;
             p1 = end, ++i1;
+        }
+        /* the rotations of the batch's classes in one call: it shares their setup (O(p^5)) */
+        const int nq = (int)item[2 * (i1 - 1)] - c0 + 1;
+        double Q[9 * CLASS_BATCH];
+        for (int c = 0; c < nq; ++c) m2l_frame_along(L->cd + 3 * (c0 + c), Q + 9 * c);
+        if (harm_rotation_matrices(p, nq, Q, rot, rot + (size_t)nq * nrot, (size_t)nrot)) {
+            fail = 1;
+            break;
         }
 #pragma omp parallel reduction(| : fail)
         {
-            double *rw = malloc(sizeof(double) * 2 * (size_t)nrot);
             double *z = malloc(sizeof(double) * 2 * (size_t)nz);
             double *A = aligned_alloc(64, sizeof(double) * PANEL_NB * (size_t)np);
             double *T = aligned_alloc(64, sizeof(double) * PANEL_NB * (size_t)np);
             unsigned char flg[PANEL_NB] = {0};
             int src[PANEL_NB];
-            if (!rw || !z || !A || !T) fail = 1;
+            if (!z || !A || !T) fail = 1;
 #pragma omp for schedule(dynamic, 1)
             for (long i = i0; i < i1; ++i) {
-                if (!rw || !z || !A || !T) continue;
+                if (!z || !A || !T) continue;
                 const int c = (int)item[2 * i];
                 const long e0 = item[2 * i + 1];
                 const int nc =
                     (int)(L->cstart[c + 1] - e0 < PANEL_NB ? L->cstart[c + 1] - e0 : PANEL_NB);
-                double Q[9];
                 const double *d = L->cd + 3 * c;
-                m2l_frame_along(d, Q);
-                if (harm_rotation_matrices(p, 1, Q, rw, rw + nrot, (size_t)nrot)) {
-                    fail = 1;
-                    continue;
-                }
                 harm_m2l_zblocks(p, sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), z, z + nz);
-                const factored_op op = {p, rw, rw + nrot, z, z + nz, ops->zoff};
+                const double *rw = rot + (size_t)(c - c0) * nrot;
+                const factored_op op = {p, rw, rw + (size_t)nq * nrot, z, z + nz, ops->zoff};
                 for (int j = 0; j < nc; ++j) src[j] = L->m2l_s[e0 + j];
                 panel_gather(np, W, nc, src, flg, ops->sign, A);
                 panel_apply(&op, A, T);
@@ -312,7 +319,7 @@ int img_to_local(const img_lists *L, const m2l_operators *ops, const octree *t, 
                     }
                 }
             }
-            free(rw), free(z), free(A), free(T);
+            free(z), free(A), free(T);
         }
         if (fail) break;
             /* each box adds its pairs of this batch in pair order */
@@ -328,7 +335,7 @@ int img_to_local(const img_lists *L, const m2l_operators *ops, const octree *t, 
     if (fit && !fail)
         for (long i = 0; i < nitem; ++i)
             for (int a = 0; a < 3; ++a) fshift[3 * L->cimg[item[2 * i]] + a] += fit[3 * i + a];
-    free(item), free(buf), free(fit), free(cur);
+    free(item), free(buf), free(fit), free(cur), free(rot);
     if (fail) return FMM_ERR_NOMEM;
 
         /* P2L: the particles of coarser source leaves, shifted by their image */

@@ -150,12 +150,13 @@ Err errors(const Out &a, const Out &b, const std::vector<double> &q) {
             dw / scale};
 }
 
-// U and W of the vacuum boundary from the tin-foil ones (docs/periodic-cells.md section 4), with
-// D the dipole of the charges wrapped into the brick [0,ax) x [0,by) x [0,cz) about its centre
+// The vacuum boundary's outputs from the tin-foil ones (docs/periodic-cells.md section 4; phi in
+// the cube's convention, cli/coulomb.c), with D and S2 the dipole and second moment of the charges
+// wrapped into the brick [0,ax) x [0,by) x [0,cz) about its centre
 void to_vacuum(const std::vector<double> &xyz, const std::vector<double> &q, const Cell &h,
                Out &r) {
     const long n = (long)q.size();
-    double D[3] = {0, 0, 0};
+    double D[3] = {0, 0, 0}, S2 = 0;
     const double c[3] = {h[0] / 2, h[4] / 2, h[8] / 2};
     for (long i = 0; i < n; ++i) {
         double y[3] = {xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]};
@@ -163,7 +164,8 @@ void to_vacuum(const std::vector<double> &xyz, const std::vector<double> &q, con
             const double k = std::floor(y[d] / h[4 * d]);
             for (int e = 0; e <= d; ++e) y[e] -= k * h[3 * d + e];
         }
-        for (int d = 0; d < 3; ++d) D[d] += q[i] * (y[d] - c[d]);
+        for (int d = 0; d < 3; ++d)
+            D[d] += q[i] * (y[d] - c[d]), S2 += q[i] * (y[d] - c[d]) * (y[d] - c[d]);
     }
     const double k = 2 * M_PI / (3 * volume(h)), d2 = D[0] * D[0] + D[1] * D[1] + D[2] * D[2];
     r.energy += k * d2;
@@ -173,13 +175,18 @@ void to_vacuum(const std::vector<double> &xyz, const std::vector<double> &q, con
             const double m = std::floor(y[d] / h[4 * d]);
             for (int e = 0; e <= d; ++e) y[e] -= m * h[3 * d + e];
         }
-        r.phi[i] += 2 * k * (D[0] * (y[0] - c[0]) + D[1] * (y[1] - c[1]) + D[2] * (y[2] - c[2]));
+        r.phi[i] +=
+            2 * k * (D[0] * (y[0] - c[0]) + D[1] * (y[1] - c[1]) + D[2] * (y[2] - c[2])) - k * S2;
         for (int d = 0; d < 3; ++d) r.field[3 * i + d] -= 2 * k * D[d];
     }
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) r.virial[3 * a + b] -= k * (2 * D[a] * D[b] - (a == b) * d2);
 }
 
+// The library's promise is on phi (relative 2-norm) and U (against the pair-sum scale); the
+// field and the virial components follow the cube's tests (tests/test_periodic.cpp), which hold
+// them to 10 times the tolerance (the virial error runs about 10 times the phi error,
+// docs/periodic-cells.md section 5).
 void ladder(const char *name, const Cell &h, const std::vector<double> &xyz,
             const std::vector<double> &q, int boundary, std::initializer_list<double> tols) {
     Out ref = ewald(xyz, q, h);
@@ -191,47 +198,281 @@ void ladder(const char *name, const Cell &h, const std::vector<double> &xyz,
         std::printf("%-14s N %5zu %s tol %.0e: phi %.2e field %.2e U %.2e W %.2e\n", name, q.size(),
                     boundary ? "vacuum " : "tinfoil", tol, e.phi, e.field, e.energy, e.virial);
         EXPECT_LE(e.phi, tol) << name;
-        EXPECT_LE(e.field, tol) << name;
         EXPECT_LE(e.energy, tol) << name;
-        EXPECT_LE(e.virial, tol) << name;
+        EXPECT_LE(e.field, 10 * tol) << name;
+        EXPECT_LE(e.virial, 10 * tol) << name;
+    }
+}
+
+// The strained configuration x -> (I + e) x, h -> h (I + e)^T, brought back to GROMACS's
+// lower-triangular form by a rotation (U does not change): the rows of the new cell are the
+// Cholesky factor L of the strained Gram matrix, and each particle keeps its fractional
+// coordinates, x' = f L.
+void strained(const Cell &h, const std::vector<double> &xyz, const double e[9], Cell &hs,
+              std::vector<double> &xs) {
+    double H[9], G[9] = {0}, L[9] = {0};
+    for (int r = 0; r < 3; ++r) // row r of h (I + e)^T is (I + e) h_r
+        for (int a = 0; a < 3; ++a) {
+            H[3 * r + a] = h[3 * r + a];
+            for (int b = 0; b < 3; ++b) H[3 * r + a] += e[3 * a + b] * h[3 * r + b];
+        }
+    for (int r = 0; r < 3; ++r)
+        for (int s = 0; s < 3; ++s)
+            for (int a = 0; a < 3; ++a) G[3 * r + s] += H[3 * r + a] * H[3 * s + a];
+    for (int r = 0; r < 3; ++r)
+        for (int s = 0; s <= r; ++s) {
+            double v = G[3 * r + s];
+            for (int k = 0; k < s; ++k) v -= L[3 * r + k] * L[3 * s + k];
+            L[3 * r + s] = r == s ? std::sqrt(v) : v / L[3 * s + s];
+        }
+    std::copy(L, L + 9, hs.begin());
+    // f = x h^-1 by forward substitution (h lower triangular: x_d = sum_r f_r h_rd, r >= d)
+    const long n = (long)xyz.size() / 3;
+    xs.resize(3 * n);
+    for (long i = 0; i < n; ++i) {
+        double f[3];
+        for (int d = 2; d >= 0; --d) {
+            double v = xyz[3 * i + d];
+            for (int r = d + 1; r < 3; ++r) v -= f[r] * h[3 * r + d];
+            f[d] = v / h[3 * d + d];
+        }
+        for (int d = 0; d < 3; ++d) {
+            xs[3 * i + d] = 0;
+            for (int r = 0; r < 3; ++r) xs[3 * i + d] += f[r] * L[3 * r + d];
+        }
+    }
+}
+
+struct Named {
+    const char *name;
+    Cell h;
+};
+
+// water in the standard cells and a random one, uniform charges (neutral and Q = 3) in random
+// cells, water with the vacuum boundary
+void all_systems(std::initializer_list<double> tols) {
+    std::mt19937_64 g(test_seed());
+    const Named cells[] = {{"rect 1:1:3", rect(0.9, 0.9, 2.7)},
+                           {"rect 2:1.5:1", rect(1.6, 1.2, 0.8)},
+                           {"dodecahedron", dodecahedron(1.6)},
+                           {"octahedron", octahedron(1.7)},
+                           {"random water", random_cell(g, 1.5)}};
+    for (const auto &c : cells) {
+        std::vector<double> xyz, q;
+        water(g, c.h, xyz, q);
+        ladder(c.name, c.h, xyz, q, FMM_BOUNDARY_TINFOIL, tols);
+    }
+    for (double Q : {0.0, 3.0}) {
+        const Cell h = random_cell(g, 1.0);
+        std::vector<double> xyz, q;
+        uniform(g, 300, h, Q, xyz, q);
+        ladder(Q ? "random Q=3" : "random Q=0", h, xyz, q, FMM_BOUNDARY_TINFOIL, tols);
+    }
+    { // water with one molecule replaced by an anion at its oxygen: a charged cell
+        const Cell h = dodecahedron(1.5);
+        std::vector<double> xyz, q;
+        water(g, h, xyz, q);
+        xyz.resize(xyz.size() - 6), q.resize(q.size() - 2), q.back() = -1.0;
+        ladder("dodec. Q=-1", h, xyz, q, FMM_BOUNDARY_TINFOIL, tols);
+    }
+    const Named vac[] = {{"vacuum dodec.", dodecahedron(1.4)},
+                         {"vacuum 1:1:3", rect(0.8, 0.8, 2.4)}};
+    for (const auto &c : vac) {
+        std::vector<double> xyz, q;
+        water(g, c.h, xyz, q);
+        ladder(c.name, c.h, xyz, q, FMM_BOUNDARY_VACUUM, tols);
     }
 }
 
 } // namespace
 
-TEST(PeriodicCells, WaterLadder) {
-    std::mt19937_64 g(test_seed());
-    const struct {
-        const char *name;
-        Cell h;
-    } cells[] = {{"rect 1:1:3", rect(1.2, 1.2, 3.6)},   {"rect 1:1:2", rect(1.5, 1.5, 3.0)},
-                 {"rect 2:1.5:1", rect(2.4, 1.8, 1.2)}, {"dodecahedron", dodecahedron(2.0)},
-                 {"octahedron", octahedron(2.1)},       {"random", random_cell(g, 1.9)}};
-    for (const auto &c : cells) {
-        std::vector<double> xyz, q;
-        water(g, c.h, xyz, q);
-        ladder(c.name, c.h, xyz, q, FMM_BOUNDARY_TINFOIL, {1e-3, 1e-5, 1e-7});
+TEST(PeriodicCells, Ladder) {
+    all_systems({1e-3, 1e-5});
+}
+TEST(PeriodicCells, SlowLadderTight) {
+    all_systems({1e-6, 1e-7});
+}
+
+// Rock salt (ions at the points of the simple cubic lattice of spacing 1, alternating charges):
+// the 2-ion rhombohedral primitive cell (the FCC basis (0,1,1), (1,0,1), (1,1,0) in GROMACS's form
+// by the Cholesky factor of its Gram matrix) and the 8-ion cube of edge 2 give the Madelung
+// energy per ion pair, -1.7475645946332 (docs/periodic-cells.md section 1), at each tolerance.
+TEST(PeriodicCells, RockSaltPrimitiveCellAndCube) {
+    const double M = 1.7475645946332, r2 = std::sqrt(2.0), r3 = std::sqrt(3.0);
+    const Cell prim = {r2, 0, 0, r2 / 2, std::sqrt(1.5), 0, r2 / 2, 1 / std::sqrt(6.0), 2 / r3};
+    // Cl at (1, 0, 0) of the cubic frame: fractional (-1/2, 1/2, 1/2) of the FCC basis
+    std::vector<double> pxyz = {0, 0, 0, 0, 0, 0}, pq = {1, -1};
+    const double f[3] = {-0.5, 0.5, 0.5};
+    at(prim, f, &pxyz[3]);
+    std::vector<double> cxyz, cq;
+    for (int k = 0; k < 8; ++k) {
+        const int i = k & 1, j = k >> 1 & 1, l = k >> 2;
+        cxyz.insert(cxyz.end(), {(double)i, (double)j, (double)l});
+        cq.push_back((i + j + l) & 1 ? -1.0 : 1.0);
+    }
+    for (double tol : {1e-3, 1e-5, 1e-7}) {
+        Out a, b;
+        ASSERT_EQ(run_fmm(pxyz, pq, prim, opts(tol), a), FMM_OK);
+        ASSERT_EQ(run_fmm(cxyz, cq, rect(2, 2, 2), opts(tol), b), FMM_OK);
+        const double up = a.energy, uc = b.energy / 4;
+        std::printf("tol %.0e: primitive %.13f cube %.13f exact %.13f\n", tol, up, uc, -M);
+        EXPECT_LE(std::fabs(up + M), tol * M);
+        EXPECT_LE(std::fabs(uc + M), tol * M);
     }
 }
 
-// Uniform random charges in random allowed cells, neutral and charged (the neutralising
-// background), and water and uniform sets with the vacuum boundary.
-TEST(PeriodicCells, RandomCellsChargedAndVacuum) {
+// One configuration in three bases of the dodecahedron's lattice (c, c - a, c - a - b, all within
+// GROMACS's limits) gives one energy, one set of forces and one virial.
+TEST(PeriodicCells, EquivalentCells) {
     std::mt19937_64 g(test_seed());
-    for (int k = 0; k < 3; ++k) {
-        const Cell h = random_cell(g, 1.0);
-        char name[64];
-        std::snprintf(name, sizeof name, "random %d", k);
-        for (double Q : {0.0, 3.0}) {
-            std::vector<double> xyz, q;
-            uniform(g, 600, h, Q, xyz, q);
-            ladder(name, h, xyz, q, FMM_BOUNDARY_TINFOIL, {1e-3, 1e-5, 1e-7});
+    const Cell h = dodecahedron(1.6);
+    Cell h1 = h, h2 = h;
+    for (int d = 0; d < 3; ++d) h1[6 + d] -= h[d], h2[6 + d] -= h[d] + h[3 + d];
+    std::vector<double> xyz, q;
+    water(g, h, xyz, q);
+    const double tol = 1e-6;
+    Out r[3];
+    const Cell *cells[3] = {&h, &h1, &h2};
+    for (int k = 0; k < 3; ++k) ASSERT_EQ(run_fmm(xyz, q, *cells[k], opts(tol), r[k]), FMM_OK);
+    for (int k = 1; k < 3; ++k) {
+        const Err e = errors(r[k], r[0], q);
+        std::printf("basis %d: phi %.2e field %.2e U %.2e W %.2e\n", k, e.phi, e.field, e.energy,
+                    e.virial);
+        EXPECT_LE(e.phi, tol);
+        EXPECT_LE(e.field, tol);
+        EXPECT_LE(e.energy, tol);
+        EXPECT_LE(e.virial, tol);
+    }
+}
+
+// The virial is the strain derivative of the energy, W_ab = -dU/d eps_ab, for positions and cell
+// strained together (every component, shear included), by central differences of the FMM's own
+// energy in one leaf (depth 0: the near images summed directly, the far ones through the table,
+// both smooth under strain): a neutral set in a random cell, a charged one in the octahedron.
+TEST(PeriodicCells, VirialIsTheStrainDerivative) {
+    std::mt19937_64 g(test_seed());
+    const Cell cells[] = {random_cell(g, 1.0), octahedron(1.1)};
+    for (int c = 0; c < 2; ++c) {
+        const Cell &h = cells[c];
+        const double Q = c ? 2.0 : 0.0;
+        {
+            std::vector<double> xyz, q, xs;
+            uniform(g, 40, h, Q, xyz, q);
+            fmm_opts o = opts(1e-6);
+            o.order = 30, o.depth = 0;
+            Out r;
+            ASSERT_EQ(run_fmm(xyz, q, h, o, r), FMM_OK);
+            double wn = 0;
+            for (double v : r.virial) wn += v * v;
+            wn = std::sqrt(wn);
+            const double step = 1e-5;
+            for (int k = 0; k < 9; ++k) {
+                double U[2];
+                for (int s = 0; s < 2; ++s) {
+                    double e[9] = {0};
+                    e[k] = s ? -step : step;
+                    Cell hs;
+                    strained(h, xyz, e, hs, xs);
+                    Out rs;
+                    ASSERT_EQ(run_fmm(xs, q, hs, o, rs), FMM_OK);
+                    U[s] = rs.energy;
+                }
+                const double fd = -(U[0] - U[1]) / (2 * step);
+                std::printf("Q %g W[%d] %.10f strain derivative %.10f\n", Q, k, r.virial[k], fd);
+                EXPECT_LE(std::fabs(r.virial[k] - fd), 1e-7 * wn) << k;
+            }
+            EXPECT_NEAR(r.virial[0] + r.virial[4] + r.virial[8], r.energy, 1e-9 * wn);
         }
     }
-    const Cell vac[] = {dodecahedron(1.8), rect(1.1, 1.1, 3.3)};
-    for (const Cell &h : vac) {
-        std::vector<double> xyz, q;
-        water(g, h, xyz, q);
-        ladder("vacuum water", h, xyz, q, FMM_BOUNDARY_VACUUM, {1e-3, 1e-5, 1e-7});
+}
+
+// Exclusions leave out the minimum image of each pair in the cell: the FMM with the water's
+// intramolecular pairs excluded against Ewald minus those pairs' nearest-image terms.
+TEST(PeriodicCells, ExclusionsByTheMinimumImage) {
+    std::mt19937_64 g(test_seed());
+    const Cell h = octahedron(1.5);
+    std::vector<double> xyz, q;
+    water(g, h, xyz, q);
+    const long n = (long)q.size();
+    std::vector<int> pairs;
+    for (long m = 0; m < n / 3; ++m)
+        pairs.insert(pairs.end(), {(int)(3 * m), (int)(3 * m + 1), (int)(3 * m), (int)(3 * m + 2),
+                                   (int)(3 * m + 1), (int)(3 * m + 2)});
+    Out ref = ewald(xyz, q, h);
+    for (size_t k = 0; k < pairs.size(); k += 2) {
+        const int i = pairs[k], j = pairs[k + 1];
+        double best[3] = {0, 0, 0}, b2 = INFINITY; // the nearest image by a search over shifts
+        for (int a = -2; a <= 2; ++a)
+            for (int b = -2; b <= 2; ++b)
+                for (int c = -2; c <= 2; ++c) {
+                    double d[3], d2 = 0;
+                    for (int e = 0; e < 3; ++e) {
+                        d[e] = xyz[3 * i + e] - xyz[3 * j + e] + a * h[e] + b * h[3 + e] +
+                               c * h[6 + e];
+                        d2 += d[e] * d[e];
+                    }
+                    if (d2 < b2) b2 = d2, std::copy(d, d + 3, best);
+                }
+        const double r = std::sqrt(b2), r3 = r * b2;
+        ref.phi[i] -= q[j] / r, ref.phi[j] -= q[i] / r, ref.energy -= q[i] * q[j] / r;
+        for (int e = 0; e < 3; ++e) {
+            ref.field[3 * i + e] -= q[j] * best[e] / r3,
+                ref.field[3 * j + e] += q[i] * best[e] / r3;
+            for (int f = 0; f < 3; ++f)
+                ref.virial[3 * e + f] -= q[i] * q[j] * best[e] * best[f] / r3;
+        }
     }
+    Out r;
+    ASSERT_EQ(run_fmm(xyz, q, h, opts(1e-6), r, &pairs), FMM_OK);
+    const Err e = errors(r, ref, q);
+    std::printf("exclusions: phi %.2e field %.2e U %.2e W %.2e\n", e.phi, e.field, e.energy,
+                e.virial);
+    EXPECT_LE(e.phi, 1e-6);
+    EXPECT_LE(e.energy, 1e-6);
+    EXPECT_LE(e.field, 1e-5);
+    EXPECT_LE(e.virial, 1e-5);
+}
+
+// Every bad cell is refused with FMM_ERR_BOX (FMM_ERR_ARG for NULL or a plan that is not
+// periodic), and the plan pointer is left NULL.
+TEST(PeriodicCells, BadCellsAreRefused) {
+    const double nan = std::nan("");
+    const Cell bad[] = {{1, 0.1, 0, 0, 1, 0, 0, 0, 1},   // a_y != 0
+                        {1, 0, 0, 0, 1, 0.1, 0, 0, 1},   // b_z != 0
+                        {1, 0, 0, 0, 1, 0, 0, 0, -1},    // cz < 0
+                        {0, 0, 0, 0, 1, 0, 0, 0, 1},     // ax = 0
+                        {1, 0, 0, 0.6, 1, 0, 0, 0, 1},   // |bx| > ax/2 (beyond the margin 1.005)
+                        {1, 0, 0, 0, 1, 0, -0.51, 0, 1}, // |cx| > ax/2
+                        {1, 0, 0, 0, 1, 0, 0, 0.6, 1},   // |cy| > by/2
+                        {1, 0, 0, 0, nan, 0, 0, 0, 1},   // not finite
+                        {1, 0, 0, 0, 1, 0, 0, 0, INFINITY}};
+    fmm_opts o = opts(1e-4);
+    for (const Cell &h : bad) {
+        fmm_plan *p = reinterpret_cast<fmm_plan *>(&o);
+        EXPECT_EQ(fmm_makeplan_cell(&o, h.data(), &p), FMM_ERR_BOX);
+        EXPECT_EQ(p, nullptr);
+    }
+    const double box_bad[3] = {1, -2, 1};
+    fmm_plan *p = nullptr;
+    EXPECT_EQ(fmm_makeplan(&o, box_bad, &p), FMM_ERR_BOX);
+    EXPECT_EQ(fmm_makeplan(&o, nullptr, &p), FMM_ERR_BOX);
+    const Cell good = dodecahedron(1.0);
+    EXPECT_EQ(fmm_makeplan_cell(&o, nullptr, &p), FMM_ERR_ARG);
+    EXPECT_EQ(fmm_makeplan_cell(nullptr, good.data(), &p), FMM_ERR_ARG);
+    EXPECT_EQ(fmm_makeplan_cell(&o, good.data(), nullptr), FMM_ERR_ARG);
+    o.periodic = 0;
+    EXPECT_EQ(fmm_makeplan_cell(&o, good.data(), &p), FMM_ERR_ARG);
+    o.periodic = 1;
+    // within GROMACS's margin: accepted; the info reports the cell and its near set
+    const Cell edge = {1, 0, 0, 0.5025, 1, 0, -0.5, 0.5, 1};
+    ASSERT_EQ(fmm_makeplan_cell(&o, edge.data(), &p), FMM_OK);
+    fmm_info info;
+    ASSERT_EQ(fmm_get_info(p, &info), FMM_OK);
+    EXPECT_GT(info.images, 27);
+    for (int k = 0; k < 9; ++k) EXPECT_EQ(info.cell[k], edge[k]);
+    fmm_destroy(p);
+#ifdef FMM_HAVE_CUDA
+    o.device = FMM_DEVICE_CUDA; // CUDA plans take cubes for now
+    EXPECT_EQ(fmm_makeplan_cell(&o, good.data(), &p), FMM_ERR_BOX);
+#endif
 }
