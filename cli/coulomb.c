@@ -156,6 +156,11 @@ int cli_coulomb(int argc, char **argv) {
         fprintf(stderr, "fmm coulomb: --box with 9 numbers is a periodic cell (add --periodic)\n");
         return 2;
     }
+    for (int k = 0; k < nbox && nbox != 9; ++k)
+        if (!(box[k] > 0)) {
+            fprintf(stderr, "fmm coulomb: --box must be > 0, got '%g'\n", box[k]);
+            return 2;
+        }
     if (nbox == 1) box[1] = box[2] = box[0];
     /* the cell's rows a, b, c (periodic) */
     double cell[9] = {box[0], 0, 0, 0, box[1], 0, 0, 0, box[2]};

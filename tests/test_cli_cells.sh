@@ -78,7 +78,7 @@ expect_msg "--box with 2 numbers" "1, 3 or 9" coulomb --in "$tmp/dodec.txt" --pe
 expect_msg "--box with 9 numbers without --periodic" "periodic" coulomb --in "$tmp/dodec.txt" --box $dodec
 expect_msg "a cell beyond GROMACS's limits (|bx| > ax/2)" "GROMACS" coulomb --in "$tmp/dodec.txt" --periodic --box 2 0 0 1.5 2 0 0 0 2
 expect_msg "a cell with a_y != 0" "GROMACS" coulomb --in "$tmp/dodec.txt" --periodic --box 2 0.1 0 0 2 0 0 0 2
-expect_msg "a negative edge" "positive" coulomb --in "$tmp/dodec.txt" --periodic --box 1 -1 1
+expect_msg "a negative edge" "> 0" coulomb --in "$tmp/dodec.txt" --periodic --box 1 -1 1
 expect_msg "a '# box' line of 4 numbers" "3 or 9" coulomb --in "$tmp/box4.txt" --periodic
 expect_msg "--periodic without --box or '# box' line" "box" coulomb --in "$tmp/dodec.txt" --periodic
 
