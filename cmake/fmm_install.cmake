@@ -63,14 +63,14 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/fmmConfigVersion.cmake
 install(FILES ${CMAKE_BINARY_DIR}/fmmConfig.cmake ${CMAKE_BINARY_DIR}/fmmConfigVersion.cmake
         DESTINATION ${FMM_CMAKE_DIR})
 
-# fmm.pc: the link flags of fmm::fmm (OpenMP, libm, the CUDA runtime), usable with either
+# fmm.pc: the link flags of fmm::fmm (OpenMP, libm; a CUDA build: the CUDA runtimes, libstdc++), usable with either
 # library; its prefix is found from the file's own place (${pcfiledir}), so that
 # `cmake --install --prefix` anywhere works.
 file(RELATIVE_PATH FMM_PC_UP /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
 string(REGEX REPLACE "/$" "" FMM_PC_UP "${FMM_PC_UP}")
 set(FMM_PC_LIBS "${OpenMP_C_FLAGS} -lm")
 if(FMM_HAVE_CUDA)
-  string(APPEND FMM_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart")
+  string(APPEND FMM_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcudadevrt -lstdc++")
 endif()
 configure_file(cmake/fmm.pc.in ${CMAKE_BINARY_DIR}/fmm.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/fmm.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
