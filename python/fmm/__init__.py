@@ -140,7 +140,9 @@ class CoulombPlan(_Plan):
 
     box: None for an open boundary, or the edges (L, or [Lx, Ly, Lz]) of [0, L)^3: periodic
     with periodic=True (Ewald conventions: tin-foil, or boundary='vacuum'), else the region the
-    particles must lie in. tolerance: relative L2 error of phi. device 'cuda': the GPU FMM.
+    particles must lie in; or, periodic, a triclinic cell: 9 numbers (3 x 3), the rows a, b, c
+    as GROMACS writes them (fmm_makeplan_cell). tolerance: relative L2 error of phi. device
+    'cuda': the GPU FMM (cubes).
     """
 
     _destroy = _c.fmm_destroy
@@ -155,10 +157,10 @@ class CoulombPlan(_Plan):
         o["boundary"] = {"tinfoil": 0, "vacuum": 1}[boundary]
         o["device"] = _device(device)
         o["precision"] = {"double": 0, "mixed": 1}[precision]
-        self._box = None
-        if box is not None:
-            self._box = np.ascontiguousarray(np.broadcast_to(np.asarray(box, np.float64), (3,)))
-        _check(_c.fmm_makeplan(o.ptr, _ptr(self._box), ctypes.byref(self._p)))
+        self._box = None if box is None else _box(box)
+        make = _c.fmm_makeplan_cell if self._box is not None and self._box.size == 9 else \
+            _c.fmm_makeplan
+        _check(make(o.ptr, _ptr(self._box), ctypes.byref(self._p)))
         self.n = 0
 
     def setpts(self, xyz):
@@ -216,6 +218,16 @@ class CoulombPlan(_Plan):
         return (e.value if energy else None), w
 
 
+def _box(box):
+    """Box edges (1 or 3 numbers) as 3 doubles, or a cell's 9 (3 x 3, rows a, b, c)."""
+    b = np.asarray(box, np.float64).reshape(-1)
+    if b.size == 9:
+        return np.ascontiguousarray(b)
+    if b.size in (1, 3):
+        return np.ascontiguousarray(np.broadcast_to(b, (3,)))
+    raise ValueError(f"box: expected 1, 3 or 9 numbers, got {b.size}")
+
+
 def _device_array(a, name, writable):
     """(device pointer, n) of a C-contiguous n x 3 float32 GPU array."""
     cai = getattr(a, "__cuda_array_interface__", None)
@@ -262,12 +274,13 @@ def coulomb_direct(xyz, q, threads=0):
 
 
 def ewald(xyz, q, box, tolerance=1e-10, threads=0):
-    """The Ewald sum in the periodic box [0, L)^3 (tin-foil), the reference: CoulombResult."""
+    """The Ewald sum (tin-foil) in the periodic box [0, L)^3 (box: 1 or 3 edges) or cell (9
+    numbers, rows a, b, c), the reference: CoulombResult."""
     xyz, n = _points(xyz, "xyz")
     q = _values(q, n, "q")
-    b = np.ascontiguousarray(np.broadcast_to(np.asarray(box, np.float64), (3,)))
+    b = _box(box)
     ph, fl, w, e = np.empty(n), np.empty((n, 3)), np.empty((3, 3)), ctypes.c_double()
-    _check(_c.fmm_ewald(n, xyz.ctypes.data, q.ctypes.data, b.ctypes.data, tolerance,
+    _check((_c.fmm_ewald_cell if b.size == 9 else _c.fmm_ewald)(n, xyz.ctypes.data, q.ctypes.data, b.ctypes.data, tolerance,
                         ph.ctypes.data, fl.ctypes.data, ctypes.byref(e), w.ctypes.data, threads))
     return CoulombResult(ph, fl, e.value, w)
 

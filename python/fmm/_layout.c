@@ -25,41 +25,51 @@ typedef struct {
 #define FMM_PY_TYPE(x)                                                                             \
     _Generic((x), double: 'd', double *: 'd', int: 'i', int *: 'i', long: 'l', long *: 'l',        \
         unsigned long long: 'Q')
-#define FLD(S, f) {#f, (long)offsetof(S, f), FMM_PY_TYPE(((S *)0)->f), (long)sizeof(((S *)0)->f)}
+#define FLD(S, f)                                                                                  \
+    { #f, (long)offsetof(S, f), FMM_PY_TYPE(((S *)0)->f), (long)sizeof(((S *)0)->f) }
 
-static const fmm_py_field fmm_opts_fields[] = {
-    FLD(fmm_opts, tolerance), FLD(fmm_opts, order),    FLD(fmm_opts, depth),
-    FLD(fmm_opts, leaf_size), FLD(fmm_opts, threads),  FLD(fmm_opts, periodic),
-    FLD(fmm_opts, boundary),  FLD(fmm_opts, device),   FLD(fmm_opts, precision),
-    {0}};
-static const fmm_py_field fmm_info_fields[] = {
-    FLD(fmm_info, order),   FLD(fmm_info, depth), FLD(fmm_info, leaf_size),
-    FLD(fmm_info, nboxes),  FLD(fmm_info, nleaves), FLD(fmm_info, side),
-    FLD(fmm_info, center),  {0}};
+static const fmm_py_field fmm_opts_fields[] = {FLD(fmm_opts, tolerance), FLD(fmm_opts, order),
+                                               FLD(fmm_opts, depth),     FLD(fmm_opts, leaf_size),
+                                               FLD(fmm_opts, threads),   FLD(fmm_opts, periodic),
+                                               FLD(fmm_opts, boundary),  FLD(fmm_opts, device),
+                                               FLD(fmm_opts, precision), {0}};
+static const fmm_py_field fmm_info_fields[] = {FLD(fmm_info, order),     FLD(fmm_info, depth),
+                                               FLD(fmm_info, leaf_size), FLD(fmm_info, nboxes),
+                                               FLD(fmm_info, nleaves),   FLD(fmm_info, side),
+                                               FLD(fmm_info, center),    FLD(fmm_info, images),
+                                               FLD(fmm_info, cell),      {0}};
 static const fmm_py_field bldtt_opts_fields[] = {
-    FLD(bldtt_opts, kernel),    FLD(bldtt_opts, param),  FLD(bldtt_opts, theta),
-    FLD(bldtt_opts, degree),    FLD(bldtt_opts, leaf_size), FLD(bldtt_opts, method),
-    FLD(bldtt_opts, device),    FLD(bldtt_opts, threads), {0}};
-static const fmm_py_field bldtt_info_fields[] = {
-    FLD(bldtt_info, nsources),        FLD(bldtt_info, ntargets),
-    FLD(bldtt_info, same),            FLD(bldtt_info, leaf_size),
-    FLD(bldtt_info, source_clusters), FLD(bldtt_info, target_clusters),
-    FLD(bldtt_info, source_leaves),   FLD(bldtt_info, target_leaves),
-    FLD(bldtt_info, source_depth),    FLD(bldtt_info, target_depth),
-    FLD(bldtt_info, pairs),           FLD(bldtt_info, evals),
-    FLD(bldtt_info, time_setup_s),    FLD(bldtt_info, time_setup_device_s),
-    FLD(bldtt_info, time_execute_s),  {0}};
-static const fmm_py_field fgt_opts_fields[] = {
-    FLD(fgt_opts, tolerance), FLD(fgt_opts, threads),    FLD(fgt_opts, device),
-    FLD(fgt_opts, box_side),  FLD(fgt_opts, force_mode), {0}};
+    FLD(bldtt_opts, kernel), FLD(bldtt_opts, param),     FLD(bldtt_opts, theta),
+    FLD(bldtt_opts, degree), FLD(bldtt_opts, leaf_size), FLD(bldtt_opts, method),
+    FLD(bldtt_opts, device), FLD(bldtt_opts, threads),   {0}};
+static const fmm_py_field bldtt_info_fields[] = {FLD(bldtt_info, nsources),
+                                                 FLD(bldtt_info, ntargets),
+                                                 FLD(bldtt_info, same),
+                                                 FLD(bldtt_info, leaf_size),
+                                                 FLD(bldtt_info, source_clusters),
+                                                 FLD(bldtt_info, target_clusters),
+                                                 FLD(bldtt_info, source_leaves),
+                                                 FLD(bldtt_info, target_leaves),
+                                                 FLD(bldtt_info, source_depth),
+                                                 FLD(bldtt_info, target_depth),
+                                                 FLD(bldtt_info, pairs),
+                                                 FLD(bldtt_info, evals),
+                                                 FLD(bldtt_info, time_setup_s),
+                                                 FLD(bldtt_info, time_setup_device_s),
+                                                 FLD(bldtt_info, time_execute_s),
+                                                 {0}};
+static const fmm_py_field fgt_opts_fields[] = {FLD(fgt_opts, tolerance),  FLD(fgt_opts, threads),
+                                               FLD(fgt_opts, device),     FLD(fgt_opts, box_side),
+                                               FLD(fgt_opts, force_mode), {0}};
 static const fmm_py_field fgt_info_fields[] = {
-    FLD(fgt_info, dim),          FLD(fgt_info, box_side),     FLD(fgt_info, order),
-    FLD(fgt_info, radius),       FLD(fgt_info, source_boxes), FLD(fgt_info, target_boxes),
+    FLD(fgt_info, dim),          FLD(fgt_info, box_side),
+    FLD(fgt_info, order),        FLD(fgt_info, radius),
+    FLD(fgt_info, source_boxes), FLD(fgt_info, target_boxes),
     FLD(fgt_info, pairs),        {0}};
 static const fmm_py_field rbf_opts_fields[] = {
-    FLD(fmm_rbf_opts, shape),     FLD(fmm_rbf_opts, tolerance),       FLD(fmm_rbf_opts, lset_size),
-    FLD(fmm_rbf_opts, max_iter),  FLD(fmm_rbf_opts, matvec),          FLD(fmm_rbf_opts, series_tol),
-    FLD(fmm_rbf_opts, device),    FLD(fmm_rbf_opts, threads),         FLD(fmm_rbf_opts, seed),
+    FLD(fmm_rbf_opts, shape),           FLD(fmm_rbf_opts, tolerance), FLD(fmm_rbf_opts, lset_size),
+    FLD(fmm_rbf_opts, max_iter),        FLD(fmm_rbf_opts, matvec),    FLD(fmm_rbf_opts, series_tol),
+    FLD(fmm_rbf_opts, device),          FLD(fmm_rbf_opts, threads),   FLD(fmm_rbf_opts, seed),
     FLD(fmm_rbf_opts, mixed_precision), FLD(fmm_rbf_opts, dense_max), {0}};
 static const fmm_py_field rbf_result_fields[] = {
     FLD(fmm_rbf_result, iterations),    FLD(fmm_rbf_result, max_residual),

@@ -49,6 +49,23 @@ def test_coulomb_periodic_against_ewald(rng):
     assert r.virial.shape == (3, 3)
 
 
+def test_coulomb_triclinic_cell_against_ewald(rng):
+    # a dodecahedron-like cell: rows a, b, c with b and c sheared (GROMACS's limits)
+    cell = np.array([[2.0, 0, 0], [0.6, 1.9, 0], [-0.5, 0.7, 1.8]])
+    n, tol = 400, 1e-5
+    f = rng.random((n, 3))
+    x = f @ cell  # inside the cell
+    q = rng.uniform(-1, 1, n)
+    q -= q.mean()
+    with fmm.CoulombPlan(tolerance=tol, box=cell, periodic=True) as p:
+        r = p.setpts(x).execute(q)
+        info = p.info
+    e = fmm.ewald(x, q, cell, tolerance=1e-12)
+    assert np.allclose(np.reshape(info["cell"], (3, 3)), cell)
+    assert rel_l2(r.phi, e.phi) <= tol
+    assert abs(r.energy - e.energy) <= tol * abs(e.energy)
+
+
 def test_plan_reuse_and_input_conversions(rng):
     n = 1500
     x, q1, q2 = rng.random((n, 3)), rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
