@@ -247,6 +247,14 @@ if [ "$rc" -eq 0 ] && [ "$(value n)" = 150 ] &&
 else
     fail "$name" "exit $rc, n '$(value n)', L '$L'"
 fi
+name="generate water's box line is what coulomb --periodic reads without --box: the same energy"
+e_box=$(value energy)
+run coulomb --in "$tmp/water.txt" --periodic
+if [ "$rc" -eq 0 ] && [ -n "$e_box" ] && [ "$(value energy)" = "$e_box" ]; then
+    pass "$name"
+else
+    fail "$name" "exit $rc, energy '$(value energy)' vs '$e_box' with --box"
+fi
 name="--periodic --vacuum --reference on neutral water: vacuum-converted Ewald reference, virial printed"
 run coulomb --in "$tmp/water.txt" --periodic --vacuum --box "$L" --tolerance 1e-6 --reference
 if [ "$rc" -eq 0 ] && is_le "$(value rel_l2_error_phi)" 1e-6 && is_le "$(value rel_error_energy)" 1e-6 &&
