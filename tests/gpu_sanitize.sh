@@ -105,7 +105,7 @@ run() {
     env "${env[@]}" timeout -k 10 "$limit" "${san[@]}" $B/bin/$bin --gtest_filter="$filter" > "$log" 2>&1
     local rc=$? s=$(($(date +%s) - t)) passed errs
     passed=$(grep -o '^\[  PASSED  \] [0-9]*' "$log" | grep -o '[0-9]*$' | head -1)
-    errs=$(grep 'ERROR SUMMARY' "$log" | tail -1 | sed 's/^=* *//')
+    errs=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -1 | sed 's/^=* *//')
     [ "$tool" = plain ] && errs=
     [ $rc = 124 ] && errs="cut off after $limit s ($(grep -c '^\[       OK \]' "$log") cases done)"
     printf '%-9s %-19s shard %-3s exit %-3s passed %-4s %4s s  %s\n' "$tool" "$bin" "$shard" "$rc" \
