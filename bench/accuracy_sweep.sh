@@ -14,8 +14,9 @@ OUT=${OUT:-bench/results/accuracy_sweep.csv}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for kind in uniform plummer sphere; do $FMM generate $kind --n "$N" --seed 11 --out "$tmp/$kind.txt" >/dev/null; done
-$FMM generate water --n $((N / 3)) --seed 11 --out "$tmp/water.txt" >/dev/null
-Lw=$($FMM generate water --n 100 --seed 12 --out "$tmp/w300.txt" | awk '{print $2}')
+$FMM generate water --molecules $((N / 3)) --seed 11 --out "$tmp/water.txt" >/dev/null
+$FMM generate water --molecules 100 --seed 12 --out "$tmp/w300.txt"
+Lw=$(awk '/^# box/ {print $3; exit}' "$tmp/w300.txt")
 Lr=1.0
 $FMM generate uniform --n 2000 --seed 13 --out "$tmp/r2000.txt" >/dev/null
 L3k=$(awk 'NR==1{print $3}' systems/water/spce_3k.xyzq)
