@@ -71,7 +71,8 @@ struct fmm_plan {
     pbc_cell cell;    /* in the plan's units */
     pbc_min_image mi; /* minimum images in that cell (exclusions) */
     img_lists img;
-    double *fimg; /* [3 nimg] total force of each near image on the cell (virial) */
+    img_cache imgc; /* the image M2L operators, kept across fmm_setpts calls */
+    double *fimg;   /* [3 nimg] total force of each near image on the cell (virial) */
 };
 
 void fmm_default_opts(fmm_opts *o) {
@@ -131,6 +132,7 @@ void fmm_destroy(fmm_plan *P) {
     m2l_operators_free(&P->ops);
     free(P->tr_mem), free(P->zoff), free(P->lattice), free(P->bg), free(P->near_op), free(P->vtab);
     free(P->img_n), free(P->fimg);
+    img_cache_free(&P->imgc);
     free(P);
 }
 
@@ -395,7 +397,8 @@ static int place_cell(fmm_plan *P, long n, const double *xyz) {
     img_lists img;
     pbc_min_image mi = {{0}, {0}, 0, NULL};
     int rc = bad ? FMM_ERR_RANGE : oct_build(&t, n, w, lo, side, P->opts.depth, P->leaf, 0);
-    if (!rc && (rc = img_build(&img, &t, brick, P->nimg, P->img_n, shift, P->ncoef))) oct_free(&t);
+    if (!rc && (rc = img_build(&img, &t, brick, P->nimg, P->img_n, shift, &P->ops, &P->imgc)))
+        oct_free(&t);
     if (!rc && (rc = pbc_min_image_init(&mi, &cell))) oct_free(&t), img_free(&img);
     if (P->opts.threads > 0) omp_set_num_threads(saved);
     free(w), free(shift);
@@ -411,6 +414,7 @@ static int place_cell(fmm_plan *P, long n, const double *xyz) {
     free_points(P);
     if (n != P->q_n) P->q_n = 0;
     P->tree = t, P->img = img, P->mi = mi, P->cell = cell;
+    img_cache_prune(&P->imgc);
     P->W = W, P->U = U, P->q = q;
     P->phi = q + n, P->ex = q + 2 * n, P->ey = q + 3 * n, P->ez = q + 4 * n;
     P->have_pts = 1;

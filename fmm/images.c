@@ -100,18 +100,109 @@ static void visit(trav *T, int t, int s) {
     }
 }
 
-static int same_class(const m2l_rec *a, const m2l_rec *b) {
-    return a->level == b->level && a->k == b->k && a->off[0] == b->off[0] &&
-           a->off[1] == b->off[1] && a->off[2] == b->off[2];
+/* an M2L pair with its operator's key (the absolute offset, core/panel.h's reflection flags) */
+typedef struct key_rec {
+    long long key[3];
+    int t, s, k;
+    unsigned char f;
+} key_rec;
+
+static int cmp_key3(const long long *a, const long long *b) {
+    for (int i = 0; i < 3; ++i)
+        if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+    return 0;
 }
 
-static int cmp_m2l(const void *pa, const void *pb) {
-    const m2l_rec *a = pa, *b = pb;
-    const int ka[6] = {a->level, a->k, a->off[0], a->off[1], a->off[2], a->t};
-    const int kb[6] = {b->level, b->k, b->off[0], b->off[1], b->off[2], b->t};
-    for (int i = 0; i < 6; ++i)
+static int cmp_keyrec(const void *pa, const void *pb) {
+    const key_rec *a = pa, *b = pb;
+    const int c = cmp_key3(a->key, b->key);
+    if (c) return c;
+    const int ka[3] = {a->t, a->s, a->k}, kb[3] = {b->t, b->s, b->k};
+    for (int i = 0; i < 3; ++i)
         if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
     return 0;
+}
+
+/* the index of key in C, or -1 */
+static long cache_find(const img_cache *C, const long long *key) {
+    long lo = 0, hi = C->n;
+    while (lo < hi) {
+        const long mid = (lo + hi) / 2;
+        const int c = cmp_key3(C->key + 3 * mid, key);
+        if (!c) return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+/* C gains the operators of the nk keys nk3 (ascending, none in C), marked used */
+static int cache_add(img_cache *C, const m2l_operators *ops, long nk, const long long *nk3) {
+    const int p = ops->p, nrot = ops->nrot, nz = ops->nz;
+    const size_t size = 2 * (size_t)nrot + 2 * (size_t)nz;
+    /* frames per harm_rotation_matrices call: they share its O(p^5) setup; about 2^22 doubles */
+    const int chunk = nrot < (1 << 14) ? 256 : (1 << 22) / nrot;
+    double **op = calloc((size_t)nk + 1, sizeof(double *));
+    double *Q = malloc(sizeof(double) * 9 * (size_t)chunk);
+    double *rot = malloc(sizeof(double) * 2 * (size_t)chunk * (size_t)nrot);
+    long long *key = malloc(sizeof(long long) * 3 * (size_t)(C->n + nk));
+    double **all = malloc(sizeof(double *) * (size_t)(C->n + nk));
+    unsigned char *used = malloc((size_t)(C->n + nk));
+    int fail = !op || !Q || !rot || !key || !all || !used;
+    for (long i = 0; i < nk && !fail; ++i) fail = !(op[i] = malloc(sizeof(double) * size));
+    for (long i0 = 0; i0 < nk && !fail; i0 += chunk) {
+        const int nq = (int)(nk - i0 < chunk ? nk - i0 : chunk);
+        for (int i = 0; i < nq; ++i) {
+            double d[3];
+            for (int a = 0; a < 3; ++a) d[a] = ldexp((double)nk3[3 * (i0 + i) + a], -IMG_KEY_BITS);
+            m2l_frame_along(d, Q + 9 * i);
+            double *z = op[i0 + i] + 2 * (size_t)nrot;
+            harm_m2l_zblocks(p, sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), z, z + nz);
+        }
+        fail = harm_rotation_matrices(p, nq, Q, rot, rot + (size_t)nq * nrot, (size_t)nrot);
+        for (int i = 0; i < nq && !fail; ++i) {
+            memcpy(op[i0 + i], rot + (size_t)i * nrot, sizeof(double) * (size_t)nrot);
+            memcpy(op[i0 + i] + nrot, rot + (size_t)(nq + i) * nrot, sizeof(double) * (size_t)nrot);
+        }
+    }
+    free(Q), free(rot);
+    if (fail) {
+        for (long i = 0; op && i < nk; ++i) free(op[i]);
+        free(op), free(key), free(all), free(used);
+        return FMM_ERR_NOMEM;
+    }
+    /* merge the two ascending lists */
+    long i = 0, j = 0, o = 0;
+    while (i < C->n || j < nk) {
+        const int old = j == nk || (i < C->n && cmp_key3(C->key + 3 * i, nk3 + 3 * j) < 0);
+        memcpy(key + 3 * o, old ? C->key + 3 * i : nk3 + 3 * j, sizeof(long long) * 3);
+        all[o] = old ? C->op[i] : op[j];
+        used[o++] = old ? C->used[i++] : (++j, 1);
+    }
+    free(C->key), free(C->op), free(C->used), free(op);
+    C->key = key, C->op = all, C->used = used, C->n += nk;
+    return 0;
+}
+
+void img_cache_prune(img_cache *C) {
+    long o = 0;
+    for (long i = 0; i < C->n; ++i) {
+        if (!C->used[i]) {
+            free(C->op[i]);
+            continue;
+        }
+        memmove(C->key + 3 * o, C->key + 3 * i, sizeof(long long) * 3);
+        C->op[o] = C->op[i], C->used[o++] = 1;
+    }
+    C->n = o;
+}
+
+void img_cache_free(img_cache *C) {
+    for (long i = 0; i < C->n; ++i) free(C->op[i]);
+    free(C->key), free(C->op), free(C->used);
+    memset(C, 0, sizeof *C);
 }
 
 /* CSR by target of n records (a stable counting sort: the records' order within a target) */
@@ -138,15 +229,71 @@ static int csr(long n, const pair_rec *rec, int nbox, long **start, int **s, int
 
 void img_free(img_lists *L) {
     if (!L) return;
-    free(L->n), free(L->shift), free(L->m2l_t), free(L->m2l_s), free(L->cstart), free(L->cd);
-    free(L->cimg), free(L->clevel), free(L->tstart), free(L->tpair), free(L->p2l_start);
+    free(L->n), free(L->shift), free(L->m2l_t), free(L->m2l_s), free(L->m2l_k), free(L->m2l_f);
+    free(L->ostart), free(L->opdata), free(L->tstart), free(L->tpair), free(L->p2l_start);
     free(L->p2l_s), free(L->p2l_k), free(L->near_start), free(L->near_s), free(L->near_k);
     free(L->near_kind);
     memset(L, 0, sizeof *L);
 }
 
+/* L's M2L pairs from the nm records m: sorted by operator key, the operators from C (built where
+ * it lacks them) */
+static int m2l_pairs(img_lists *L, const octree *t, const double *shift, long nm, const m2l_rec *m,
+                     const m2l_operators *ops, img_cache *C) {
+    key_rec *r = malloc(sizeof(key_rec) * (size_t)(nm + 1));
+    long long *nk3 = malloc(sizeof(long long) * 3 * (size_t)(nm + 1));
+    L->nm2l = nm;
+    L->m2l_t = malloc(sizeof(int) * (size_t)(nm + 1));
+    L->m2l_s = malloc(sizeof(int) * (size_t)(nm + 1));
+    L->m2l_k = malloc(sizeof(int) * (size_t)(nm + 1));
+    L->m2l_f = malloc((size_t)nm + 1);
+    L->ostart = malloc(sizeof(long) * (size_t)(nm + 2));
+    L->opdata = malloc(sizeof(double *) * (size_t)(nm + 1));
+    L->tstart = calloc((size_t)t->nbox + 1, sizeof(long));
+    L->tpair = malloc(sizeof(long) * (size_t)(nm + 1));
+    long *pos = malloc(sizeof(long) * (size_t)(t->nbox + 1));
+    int rc = FMM_ERR_NOMEM;
+    if (!r || !nk3 || !L->m2l_t || !L->m2l_s || !L->m2l_k || !L->m2l_f || !L->ostart ||
+        !L->opdata || !L->tstart || !L->tpair || !pos)
+        goto done;
+    for (long e = 0; e < nm; ++e) {
+        const double h = t->side / (double)(1 << m[e].level);
+        r[e] = (key_rec){{0, 0, 0}, m[e].t, m[e].s, m[e].k, 0};
+        for (int a = 0; a < 3; ++a) {
+            const double d = m[e].off[a] + shift[3 * m[e].k + a] / h;
+            r[e].key[a] = llround(ldexp(fabs(d), IMG_KEY_BITS));
+            r[e].f |= (unsigned char)((d < 0) << a);
+        }
+    }
+    qsort(r, (size_t)nm, sizeof *r, cmp_keyrec);
+    /* the keys C lacks, then every pair's operator */
+    long nk = 0;
+    for (long e = 0; e < nm; ++e)
+        if ((e == 0 || cmp_key3(r[e].key, r[e - 1].key)) && cache_find(C, r[e].key) < 0)
+            memcpy(nk3 + 3 * nk++, r[e].key, sizeof(long long) * 3);
+    if (C->n) memset(C->used, 0, (size_t)C->n);
+    if (nk && cache_add(C, ops, nk, nk3)) goto done;
+    for (long e = 0; e < nm; ++e) {
+        L->m2l_t[e] = r[e].t, L->m2l_s[e] = r[e].s, L->m2l_k[e] = r[e].k, L->m2l_f[e] = r[e].f;
+        if (e == 0 || cmp_key3(r[e].key, r[e - 1].key)) {
+            const long i = cache_find(C, r[e].key);
+            C->used[i] = 1;
+            L->ostart[L->nop] = e, L->opdata[L->nop++] = C->op[i];
+        }
+        L->tstart[r[e].t + 1]++;
+    }
+    L->ostart[L->nop] = nm;
+    for (int b = 0; b < t->nbox; ++b) L->tstart[b + 1] += L->tstart[b];
+    memcpy(pos, L->tstart, sizeof(long) * (size_t)(t->nbox + 1));
+    for (long e = 0; e < nm; ++e) L->tpair[pos[r[e].t]++] = e;
+    rc = 0;
+done:
+    free(r), free(nk3), free(pos);
+    return rc;
+}
+
 int img_build(img_lists *L, const octree *t, const double brick[3], int nimg, const int *n,
-              const double *shift, int ncoef) {
+              const double *shift, const m2l_operators *ops, img_cache *C) {
     memset(L, 0, sizeof *L);
     const int nbox = t->nbox;
     L->nimg = nimg;
@@ -173,7 +320,7 @@ int img_build(img_lists *L, const octree *t, const double brick[3], int nimg, co
     }
 #pragma omp parallel for schedule(dynamic, 1)
     for (int k = 1; k < nimg; ++k) {
-        trav T = {t, radius, shift + 3 * k, k, ncoef, r + k};
+        trav T = {t, radius, shift + 3 * k, k, ops->ncoef, r + k};
         visit(&T, 0, 0);
     }
     long nm = 0, nl = 0, np = 0;
@@ -191,40 +338,8 @@ int img_build(img_lists *L, const octree *t, const double brick[3], int nimg, co
         memcpy(pl + nl, r[k].l, sizeof(pair_rec) * (size_t)r[k].nl), nl += r[k].nl;
         memcpy(pp + np, r[k].p, sizeof(pair_rec) * (size_t)r[k].np), np += r[k].np;
     }
-    /* M2L: sorted by class (level, image, offset), then by target */
-    qsort(m, (size_t)nm, sizeof *m, cmp_m2l);
-    L->nm2l = nm;
-    L->m2l_t = malloc(sizeof(int) * (size_t)(nm + 1));
-    L->m2l_s = malloc(sizeof(int) * (size_t)(nm + 1));
-    L->cstart = malloc(sizeof(long) * (size_t)(nm + 2));
-    L->cd = malloc(sizeof(double) * 3 * (size_t)(nm + 1));
-    L->cimg = malloc(sizeof(int) * (size_t)(nm + 1));
-    L->clevel = malloc(sizeof(int) * (size_t)(nm + 1));
-    L->tstart = calloc((size_t)nbox + 1, sizeof(long));
-    L->tpair = malloc(sizeof(long) * (size_t)(nm + 1));
-    if (!L->m2l_t || !L->m2l_s || !L->cstart || !L->cd || !L->cimg || !L->clevel || !L->tstart ||
-        !L->tpair)
-        goto done;
-    for (long e = 0; e < nm; ++e) {
-        L->m2l_t[e] = m[e].t, L->m2l_s[e] = m[e].s;
-        if (e == 0 || !same_class(&m[e], &m[e - 1])) {
-            const int c = L->nclass++;
-            const double h = t->side / (double)(1 << m[e].level);
-            L->cstart[c] = e, L->cimg[c] = m[e].k, L->clevel[c] = m[e].level;
-            for (int a = 0; a < 3; ++a) L->cd[3 * c + a] = m[e].off[a] + shift[3 * m[e].k + a] / h;
-        }
-        L->tstart[m[e].t + 1]++;
-    }
-    L->cstart[L->nclass] = nm;
-    for (int b = 0; b < nbox; ++b) L->tstart[b + 1] += L->tstart[b];
-    {
-        long *pos = malloc(sizeof(long) * (size_t)(nbox + 1));
-        if (!pos) goto done;
-        memcpy(pos, L->tstart, sizeof(long) * (size_t)(nbox + 1));
-        for (long e = 0; e < nm; ++e) L->tpair[pos[m[e].t]++] = e;
-        free(pos);
-    }
-    if (csr(nl, pl, nbox, &L->p2l_start, &L->p2l_s, &L->p2l_k, NULL) ||
+    if (m2l_pairs(L, t, shift, nm, m, ops, C) ||
+        csr(nl, pl, nbox, &L->p2l_start, &L->p2l_s, &L->p2l_k, NULL) ||
         csr(np, pp, nbox, &L->near_start, &L->near_s, &L->near_k, &L->near_kind))
         goto done;
     rc = 0;
@@ -237,9 +352,6 @@ done:
 
 /* ---------------------------------------------------------------- evaluation */
 
-/* classes whose rotations are built at once */
-#define CLASS_BATCH 64
-
 /* pairs whose M2L results are held at once: about 2^23 doubles */
 static long batch_pairs(int npad) {
     const long b = (1L << 23) / npad;
@@ -248,78 +360,62 @@ static long batch_pairs(int npad) {
 
 int img_to_local(const img_lists *L, const m2l_operators *ops, const octree *t, const double *q,
                  const double *W, double *U, double *fshift) {
-    const int p = ops->p, np = ops->npad, nrot = ops->nrot, nz = ops->nz, nimg = L->nimg;
-    /* work items: panels of at most PANEL_NB pairs of one class */
+    const int p = ops->p, np = ops->npad, nrot = ops->nrot, nz = ops->nz;
+    /* work items: panels of at most PANEL_NB pairs of one operator */
     long nitem = 0;
-    for (int c = 0; c < L->nclass; ++c)
-        nitem += (L->cstart[c + 1] - L->cstart[c] + PANEL_NB - 1) / PANEL_NB;
-    const long cap = batch_pairs(np);
-    long *item = malloc(sizeof(long) * 2 * (size_t)(nitem + 1)); /* class, first pair */
+    for (int o = 0; o < L->nop; ++o)
+        nitem += (L->ostart[o + 1] - L->ostart[o] + PANEL_NB - 1) / PANEL_NB;
+    const long cap = batch_pairs(np), nm = L->nm2l;
+    long *item = malloc(sizeof(long) * 2 * (size_t)(nitem + 1)); /* operator, first pair */
     double *buf = aligned_alloc(64, sizeof(double) * (size_t)np * (size_t)(cap + PANEL_NB));
-    double *fit = fshift ? calloc(3 * (size_t)(nitem + 1), sizeof(double)) : NULL;
+    double *fp = fshift ? malloc(sizeof(double) * 3 * (size_t)(nm + 1)) : NULL; /* per pair */
     long *cur = malloc(sizeof(long) * (size_t)(t->nbox + 1));
-    double *rot = malloc(sizeof(double) * 2 * CLASS_BATCH * (size_t)nrot);
-    int fail = !item || !buf || !cur || !rot || (fshift && !fit);
+    int fail = !item || !buf || !cur || (fshift && !fp);
     if (!fail) {
         long it = 0;
-        for (int c = 0; c < L->nclass; ++c)
-            for (long e = L->cstart[c]; e < L->cstart[c + 1]; e += PANEL_NB)
-                item[2 * it] = c, item[2 * it + 1] = e, ++it;
+        for (int o = 0; o < L->nop; ++o)
+            for (long e = L->ostart[o]; e < L->ostart[o + 1]; e += PANEL_NB)
+                item[2 * it] = o, item[2 * it + 1] = e, ++it;
         memcpy(cur, L->tstart, sizeof(long) * (size_t)t->nbox);
     }
     for (long i0 = 0; i0 < nitem && !fail;) {
         /* a batch: items i0 .. i1 - 1, pairs first .. p1 - 1 */
         long i1 = i0, p1 = 0;
         const long first = item[2 * i0 + 1];
-        const int c0 = (int)item[2 * i0];
         while (i1 < nitem) {
-            const long e = item[2 * i1 + 1], c = item[2 * i1];
-            const long end = e + PANEL_NB < L->cstart[c + 1] ? e + PANEL_NB : L->cstart[c + 1];
-            if ((end - first > cap || c - c0 >= CLASS_BATCH) && i1 > i0) break;
+            const long e = item[2 * i1 + 1], oend = L->ostart[item[2 * i1] + 1];
+            const long end = e + PANEL_NB < oend ? e + PANEL_NB : oend;
+            if (end - first > cap && i1 > i0) break;
             p1 = end, ++i1;
-        }
-        /* the rotations of the batch's classes in one call: it shares their setup (O(p^5)) */
-        const int nq = (int)item[2 * (i1 - 1)] - c0 + 1;
-        double Q[9 * CLASS_BATCH];
-        for (int c = 0; c < nq; ++c) m2l_frame_along(L->cd + 3 * (c0 + c), Q + 9 * c);
-        if (harm_rotation_matrices(p, nq, Q, rot, rot + (size_t)nq * nrot, (size_t)nrot)) {
-            fail = 1;
-            break;
         }
 #pragma omp parallel reduction(| : fail)
         {
-            double *z = malloc(sizeof(double) * 2 * (size_t)nz);
             double *A = aligned_alloc(64, sizeof(double) * PANEL_NB * (size_t)np);
             double *T = aligned_alloc(64, sizeof(double) * PANEL_NB * (size_t)np);
-            unsigned char flg[PANEL_NB] = {0};
-            int src[PANEL_NB];
-            if (!z || !A || !T) fail = 1;
+            int dst[PANEL_NB];
+            if (!A || !T) fail = 1;
 #pragma omp for schedule(dynamic, 1)
             for (long i = i0; i < i1; ++i) {
-                if (!z || !A || !T) continue;
-                const int c = (int)item[2 * i];
+                if (!A || !T) continue;
+                const int o = (int)item[2 * i];
                 const long e0 = item[2 * i + 1];
                 const int nc =
-                    (int)(L->cstart[c + 1] - e0 < PANEL_NB ? L->cstart[c + 1] - e0 : PANEL_NB);
-                const double *d = L->cd + 3 * c;
-                harm_m2l_zblocks(p, sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), z, z + nz);
-                const double *rw = rot + (size_t)(c - c0) * nrot;
-                const factored_op op = {p, rw, rw + (size_t)nq * nrot, z, z + nz, ops->zoff};
-                for (int j = 0; j < nc; ++j) src[j] = L->m2l_s[e0 + j];
-                panel_gather(np, W, nc, src, flg, ops->sign, A);
+                    (int)(L->ostart[o + 1] - e0 < PANEL_NB ? L->ostart[o + 1] - e0 : PANEL_NB);
+                const double *d = L->opdata[o];
+                const factored_op op = {p, d, d + nrot, d + 2 * nrot, d + 2 * nrot + nz, ops->zoff};
+                for (int j = 0; j < nc; ++j) dst[j] = (int)(e0 + j - first);
+                memset(buf + (size_t)(e0 - first) * np, 0, sizeof(double) * (size_t)nc * np);
+                panel_gather(np, W, nc, L->m2l_s + e0, L->m2l_f + e0, ops->sign, A);
                 panel_apply(&op, A, T);
-                for (int j = 0; j < nc; ++j) {
-                    double *o = buf + (size_t)(e0 + j - first) * np;
-                    for (int k = 0; k < np; ++k) o[k] = A[(size_t)k * PANEL_NB + j];
-                    if (fit) {
-                        double F[3];
-                        const double h = t->side / (double)(1 << L->clevel[c]);
-                        harm_local_force(p, h, o, 1, W + (size_t)L->m2l_t[e0 + j] * np, F);
-                        for (int a = 0; a < 3; ++a) fit[3 * i + a] += F[a];
-                    }
+                panel_scatter_add(np, A, nc, dst, L->m2l_f + e0, ops->sign, buf);
+                for (int j = 0; fp && j < nc; ++j) {
+                    const int b = L->m2l_t[e0 + j];
+                    harm_local_force(p, t->side / (double)(1 << t->box[b].level),
+                                     buf + (size_t)dst[j] * np, 1, W + (size_t)b * np,
+                                     fp + 3 * (e0 + j));
                 }
             }
-            free(z), free(A), free(T);
+            free(A), free(T);
         }
         if (fail) break;
             /* each box adds its pairs of this batch in pair order */
@@ -332,13 +428,14 @@ int img_to_local(const img_lists *L, const m2l_operators *ops, const octree *t, 
             }
         i0 = i1;
     }
-    if (fit && !fail)
-        for (long i = 0; i < nitem; ++i)
-            for (int a = 0; a < 3; ++a) fshift[3 * L->cimg[item[2 * i]] + a] += fit[3 * i + a];
-    free(item), free(buf), free(fit), free(cur), free(rot);
+    if (fp && !fail)
+        for (long e = 0; e < nm; ++e)
+            for (int a = 0; a < 3; ++a) fshift[3 * L->m2l_k[e] + a] += fp[3 * e + a];
+    free(item), free(buf), free(fp), free(cur);
     if (fail) return FMM_ERR_NOMEM;
+    const int nimg = L->nimg;
 
-        /* P2L: the particles of coarser source leaves, shifted by their image */
+    /* P2L: the particles of coarser source leaves, shifted by their image */
 #define BCHUNK 16
     const int nch = (t->nbox + BCHUNK - 1) / BCHUNK;
     double *fc = fshift ? calloc(3 * (size_t)nimg * (size_t)nch, sizeof(double)) : NULL;

@@ -21,18 +21,32 @@ extern "C" {
 /* sqrt(3) / 2: the separation ratio of the cube tree's one-box rule */
 #define IMG_THETA 0.86602540378443864676
 
+/* The factored operators of the image M2L (docs/periodic-cells.md section 8), kept across tree
+ * builds: an operator depends only on the offset in units of the level's box side, so pairs of
+ * every level and image with one offset up to the reflections of core/panel.h share one. An
+ * entry's key is that offset's absolute value in units of 2^-IMG_KEY_BITS (the operator is built
+ * for the key itself, so it does not depend on which pair brought it). */
+#define IMG_KEY_BITS 44
+
+typedef struct img_cache {
+    long n;
+    long long *key;      /* [3 n], ascending */
+    double **op;         /* [n]: rotations (2 nrot), then z blocks (2 nz) */
+    unsigned char *used; /* by the last img_build */
+} img_cache;
+
 typedef struct img_lists {
     int nimg;      /* near images, n = 0 first */
     int *n;        /* [3 nimg] integer triples */
     double *shift; /* [3 nimg] n h in the plan's units */
-    /* M2L pairs sorted by class; class c holds pairs [cstart[c], cstart[c+1]) with the offset
-       cd[3c..] (source - target, in units of the level's box side) and image cimg[c] */
+    /* M2L pairs sorted by operator, then by target: operator o (a cache entry) holds pairs
+       [ostart[o], ostart[o+1]); per pair the image and the reflection flags of its offset */
     long nm2l;
-    int *m2l_t, *m2l_s;
-    int nclass;
-    long *cstart;
-    double *cd;
-    int *cimg, *clevel;
+    int *m2l_t, *m2l_s, *m2l_k;
+    unsigned char *m2l_f;
+    int nop;
+    long *ostart;
+    const double **opdata;
     /* target-major CSR of the M2L pairs (pair indices, ascending per target box) */
     long *tstart, *tpair;
     /* P2L into box b: entries [p2l_start[b], p2l_start[b+1]) of (source leaf, image) */
@@ -45,11 +59,18 @@ typedef struct img_lists {
 } img_lists;
 
 /* The lists for tree t over the brick of diagonal `brick` (plan units), images n (nimg triples,
- * n = 0 first) with shifts; ncoef: (p+1)^2, for the choice of P2P over M2P (a source with fewer
- * than ncoef / 2 particles). Returns 0 or FMM_ERR_NOMEM (L left empty). */
+ * n = 0 first) with shifts; ops: the plan's operators (order, reflection signs; the choice of
+ * P2P over M2P for a source with fewer than ncoef / 2 particles). The M2L operators come from
+ * cache C, which gains those it lacks and marks those the lists use. Returns 0 or
+ * FMM_ERR_NOMEM (L left empty). */
 int img_build(img_lists *L, const octree *t, const double brick[3], int nimg, const int *n,
-              const double *shift, int ncoef);
+              const double *shift, const m2l_operators *ops, img_cache *C);
 void img_free(img_lists *L);
+
+/* Drops the cache entries that the last img_build did not use (after its lists replaced the old
+ * ones); img_cache_free drops all. */
+void img_cache_prune(img_cache *C);
+void img_cache_free(img_cache *C);
 
 /* U += the image M2L and P2L of every box (multipoles W). fshift (may be NULL): [nimg][3] += the
  * total force of image k's sources on the cell's charges. Returns 0 or FMM_ERR_NOMEM. */
