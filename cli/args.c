@@ -180,9 +180,9 @@ int cli_parse_options(const char *cmd, const char *help, const cli_option *opts,
 
 int cli_read_rows_lines(const char *cmd, const char *path, const char *layout, int min_cols,
                         int max_cols, int *cols, long *n, double **rows, double **last,
-                        long **lines) {
+                        long **lines, double *box, int *nbox) {
     char err[512];
-    if (!pts_read_rows(path, layout, min_cols, max_cols, cols, n, rows, last, lines, err,
+    if (!pts_read_rows(path, layout, min_cols, max_cols, cols, n, rows, last, lines, box, nbox, err,
                        sizeof err))
         return 0;
     fprintf(stderr, "fmm %s: %s\n", cmd, err);
@@ -191,7 +191,8 @@ int cli_read_rows_lines(const char *cmd, const char *path, const char *layout, i
 
 int cli_read_rows(const char *cmd, const char *path, const char *layout, int min_cols, int max_cols,
                   int *cols, long *n, double **rows, double **last) {
-    return cli_read_rows_lines(cmd, path, layout, min_cols, max_cols, cols, n, rows, last, NULL);
+    return cli_read_rows_lines(cmd, path, layout, min_cols, max_cols, cols, n, rows, last, NULL,
+                               NULL, NULL);
 }
 
 int cli_write_failed(const char *cmd, const char *path) {

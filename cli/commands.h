@@ -64,10 +64,11 @@ int cli_parse_options(const char *cmd, const char *help, const cli_option *opts,
  * (file, line, what is wrong) and returns 1. No other side effect. */
 int cli_read_rows(const char *cmd, const char *path, const char *layout, int min_cols, int max_cols,
                   int *cols, long *n, double **rows, double **last);
-/* The same, and *lines (malloc'ed) the line number of each row. */
+/* The same, and *lines (malloc'ed) the line number of each row; box and nbox (may be NULL) the
+ * numbers of the first '# box' comment line, as pts_read_rows gives them. */
 int cli_read_rows_lines(const char *cmd, const char *path, const char *layout, int min_cols,
                         int max_cols, int *cols, long *n, double **rows, double **last,
-                        long **lines);
+                        long **lines, double *box, int *nbox);
 
 /* Prints "fmm CMD: OPTION must be RANGE, got 'S'" (S NULL: x with %g) and returns 1 when x is
  * outside o's range; else returns 0. */

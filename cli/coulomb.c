@@ -82,35 +82,6 @@ static void ewald_to_vacuum(long n, const double *xyz, const double *q, const do
             virial[3 * a + b] -= 0.5 * k * (2 * D[a] * D[b] - (a == b) * DD);
 }
 
-/* The first '# box' line of the file at path: its 3 (edges) or 9 (rows a, b, c) numbers into
- * box; returns their count, 0 when there is no such line, -1 for one that has another count. */
-static int box_line(const char *path, double box[9]) {
-    FILE *f = fopen(path, "r");
-    if (!f) return 0; /* the reader reports it */
-    char line[4096];
-    int count = 0;
-    while (fgets(line, sizeof line, f)) {
-        const char *s = line;
-        while (*s == ' ' || *s == '\t') ++s;
-        if (*s != '#') continue;
-        ++s;
-        while (*s == ' ' || *s == '\t') ++s;
-        if (strncmp(s, "box", 3) || (s[3] != ' ' && s[3] != '\t')) continue;
-        s += 3;
-        char *end;
-        double v;
-        while (count <= 9 && (v = strtod(s, &end), end != s)) {
-            if (count < 9) box[count] = v;
-            ++count, s = end;
-        }
-        while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') ++s;
-        if (*s || (count != 3 && count != 9)) count = -1;
-        break;
-    }
-    fclose(f);
-    return count;
-}
-
 int cli_coulomb(int argc, char **argv) {
     static const char *const precisions[] = {"double", "mixed",
                                              NULL}; /* enum fmm_precision order */
@@ -143,30 +114,6 @@ int cli_coulomb(int argc, char **argv) {
         fprintf(stderr, "fmm coulomb: --in FILE is required (try --help)\n");
         return 2;
     }
-    if (o.periodic && !nbox && (nbox = box_line(in, box)) < 0) {
-        fprintf(stderr, "fmm coulomb: %s: a '# box' line needs 3 or 9 numbers\n", in);
-        return 2;
-    }
-    if (o.periodic && !nbox) {
-        fprintf(stderr, "fmm coulomb: --periodic needs --box L (or LX LY LZ, or the 9 numbers "
-                        "of a cell) or a '# box' line in the input\n");
-        return 2;
-    }
-    if (!o.periodic && nbox == 9) {
-        fprintf(stderr, "fmm coulomb: --box with 9 numbers is a periodic cell (add --periodic)\n");
-        return 2;
-    }
-    for (int k = 0; k < nbox && nbox != 9; ++k)
-        if (!(box[k] > 0)) {
-            fprintf(stderr, "fmm coulomb: --box must be > 0, got '%g'\n", box[k]);
-            return 2;
-        }
-    if (nbox == 1) box[1] = box[2] = box[0];
-    /* the cell's rows a, b, c (periodic) */
-    double cell[9] = {box[0], 0, 0, 0, box[1], 0, 0, 0, box[2]};
-    if (nbox == 9) memcpy(cell, box, sizeof cell);
-    const int cube = cell[0] == cell[4] && cell[4] == cell[8] && !cell[1] && !cell[2] && !cell[3] &&
-                     !cell[5] && !cell[6] && !cell[7];
     if (vacuum && !o.periodic) {
         fprintf(stderr, "fmm coulomb: --vacuum applies to periodic boxes only (add --periodic)\n");
         return 2;
@@ -182,12 +129,46 @@ int cli_coulomb(int argc, char **argv) {
                 FMM_MIXED_TOL_MIN, o.tolerance);
         return 2;
     }
+    if (!o.periodic && nbox == 9) {
+        fprintf(stderr, "fmm coulomb: --box with 9 numbers is a periodic cell (add --periodic)\n");
+        return 2;
+    }
     long n, *lines = NULL;
-    double *xyz, *q;
-    if (cli_read_rows_lines("coulomb", in, "x y z q", 4, 4, NULL, &n, &xyz, &q, &lines)) return 1;
-    int status = 1;
-    double *phi = malloc(sizeof(double) * n), *field = malloc(sizeof(double) * 3 * n);
+    double *xyz, *q, file_box[9];
+    int nfile_box = 0;
+    /* the input's '# box' line is read in the same pass as its rows (a pipe is read once) */
+    if (cli_read_rows_lines("coulomb", in, "x y z q", 4, 4, NULL, &n, &xyz, &q, &lines, file_box,
+                            &nfile_box))
+        return 1;
+    int status = 2;
+    double *phi = NULL, *field = NULL;
     fmm_plan *plan = NULL;
+    if (o.periodic && !nbox) {
+        if (nfile_box < 0) {
+            fprintf(stderr, "fmm coulomb: %s: a '# box' line needs 3 or 9 numbers\n", in);
+            goto done;
+        }
+        nbox = nfile_box;
+        memcpy(box, file_box, sizeof file_box);
+    }
+    if (o.periodic && !nbox) {
+        fprintf(stderr, "fmm coulomb: --periodic needs --box L (or LX LY LZ, or the 9 numbers "
+                        "of a cell) or a '# box' line in the input\n");
+        goto done;
+    }
+    for (int k = 0; k < nbox && nbox != 9; ++k)
+        if (!(box[k] > 0)) {
+            fprintf(stderr, "fmm coulomb: --box must be > 0, got '%g'\n", box[k]);
+            goto done;
+        }
+    if (nbox == 1) box[1] = box[2] = box[0];
+    /* the cell's rows a, b, c (periodic) */
+    double cell[9] = {box[0], 0, 0, 0, box[1], 0, 0, 0, box[2]};
+    if (nbox == 9) memcpy(cell, box, sizeof cell);
+    const int cube = cell[0] == cell[4] && cell[4] == cell[8] && !cell[1] && !cell[2] && !cell[3] &&
+                     !cell[5] && !cell[6] && !cell[7];
+    status = 1;
+    phi = malloc(sizeof(double) * n), field = malloc(sizeof(double) * 3 * n);
     if (!phi || !field) {
         fprintf(stderr, "fmm coulomb: out of memory\n");
         goto done;

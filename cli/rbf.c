@@ -101,7 +101,8 @@ static int cmd_fit(args *A) {
     }
     long n, *lines;
     double *xyz, *f;
-    if (cli_read_rows_lines("rbf fit", A->centers, "x y z f", 4, 4, NULL, &n, &xyz, &f, &lines))
+    if (cli_read_rows_lines("rbf fit", A->centers, "x y z f", 4, 4, NULL, &n, &xyz, &f, &lines,
+                            NULL, NULL))
         return 1;
     int status = 1;
     double *lam = malloc(sizeof(double) * n);

@@ -357,14 +357,34 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
     va_end(ap);
 }
 
+int pts_box_comment(const char *line, double box[9]) {
+    const char *s = line;
+    while (text_is_space(*s)) ++s;
+    if (*s++ != '#') return 0;
+    while (text_is_space(*s)) ++s;
+    if (strncmp(s, "box", 3) || (s[3] && !text_is_space(s[3]))) return 0;
+    s += 3;
+    int count = 0;
+    for (;;) {
+        while (text_is_space(*s)) ++s;
+        if (!*s) break;
+        double v;
+        if (count == 9 || text_parse_double(s, &s, &v)) return -1;
+        box[count++] = v;
+    }
+    return count == 3 || count == 9 ? count : -1;
+}
+
 int pts_read_rows(const char *path, const char *layout, int min_cols, int max_cols, int *cols,
-                  long *n, double **rows, double **last, long **lines, char *err, size_t errlen) {
+                  long *n, double **rows, double **last, long **lines, double *box, int *nbox,
+                  char *err, size_t errlen) {
     if (err && errlen > 0) err[0] = '\0';
+    if (nbox) *nbox = 0;
     if (n) *n = 0;
     if (rows) *rows = NULL;
     if (last) *last = NULL;
     if (lines) *lines = NULL;
-    if (!path || !layout || !n || !rows || min_cols < (last ? 2 : 1) ||
+    if (!path || !layout || !n || !rows || min_cols < (last ? 2 : 1) || (nbox && !box) ||
         (max_cols && max_cols < min_cols)) {
         set_err(err, errlen, "pts_read_rows: invalid argument");
         return PTS_ERR_ARG;
@@ -379,9 +399,11 @@ int pts_read_rows(const char *path, const char *layout, int min_cols, int max_co
     long *ln = NULL;
     size_t nv = 0, vcap = 0, wcap = 0, lcap = 0, nrow = 0;
     int c = 0, status = PTS_OK;
+    int box_seen = 0;
     while (status == PTS_OK && (rl = text_next(&r)) == TEXT_LINE) {
         const char *p = r.line;
         int k = 0;
+        if (nbox && !box_seen && (*nbox = pts_box_comment(p, box)) != 0) box_seen = 1;
         for (;;) {
             while (text_is_space(*p)) ++p;
             if (!*p || *p == '#') break;
@@ -454,7 +476,7 @@ int pts_read_rows(const char *path, const char *layout, int min_cols, int max_co
 }
 
 int pts_read_xyzq(const char *path, long *n, double **xyz, double **q, char *err, size_t errlen) {
-    return pts_read_rows(path, "x y z q", 4, 4, NULL, n, xyz, q, NULL, err, errlen);
+    return pts_read_rows(path, "x y z q", 4, 4, NULL, n, xyz, q, NULL, NULL, NULL, err, errlen);
 }
 
 int pts_write_xyzq(const char *path, long n, const double *xyz, const double *q) {

@@ -85,9 +85,18 @@ int pts_water(long nmol, uint64_t seed, double *xyz, double *q, double *box_edge
  * Errors: PTS_ERR_IO (cannot open or read; a directory), PTS_ERR_PARSE (text that is not a
  * number, a wrong count of numbers, a NUL byte), PTS_ERR_NONFINITE (nan, inf, overflow or
  * underflow to 0), PTS_ERR_EMPTY (no rows), PTS_ERR_NOMEM, PTS_ERR_ARG (NULL path, layout, n or
- * rows; min_cols < 1, or < 2 with last; 0 < max_cols < min_cols). */
+ * rows; min_cols < 1, or < 2 with last; 0 < max_cols < min_cols).
+ * box (9 doubles) and nbox, which may both be NULL, receive the numbers of the file's first
+ * comment line of the form '# box v1 v2 ...' (pts_box_comment), in the same pass: *nbox = 0 where
+ * there is none. */
 int pts_read_rows(const char *path, const char *layout, int min_cols, int max_cols, int *cols,
-                  long *n, double **rows, double **last, long **lines, char *err, size_t errlen);
+                  long *n, double **rows, double **last, long **lines, double *box, int *nbox,
+                  char *err, size_t errlen);
+
+/* A comment line '# box v1 v2 ...' (blanks before '#' and between the words allowed): returns the
+ * count of numbers (3 or 9, written to box), -1 for a box line with another count or with text
+ * after the numbers, 0 for any other line. */
+int pts_box_comment(const char *line, double box[9]);
 
 /* Reads a text file with one particle per line, "x y z q": pts_read_rows with 4 columns. On
  * success *n is the particle count and *xyz (3n) and *q (n) are malloc'ed arrays that the

@@ -74,6 +74,12 @@ printf '%s\n' "-0.25 0.5 0.5 1" "0.25 0.5 0.5 -1" >"$tmp/pair.txt"
 run coulomb --in "$tmp/pair.txt" --periodic --box 1 --reference
 if [ "$rc" -eq 0 ] && [ "$(value images)" = 27 ] && is_le "$(value rel_error_energy)" 1e-6; then pass "$name"; else fail "$name" "exit $rc, images '$(value images)'"; fi
 
+name="the '# box' line read from standard input (--in -), in the one pass over the rows"
+timeout 120 "$FMM" coulomb --in - --periodic --tolerance 1e-4 <"$tmp/dodec_box9.txt" >"$tmp/stdout" 2>"$tmp/stderr"
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(value energy)" = "$e9" ]; then pass "$name"; else fail "$name" "exit $rc, energy '$(value energy)' vs '$e9'"; fi
+
+expect_msg "--periodic on /dev/zero: a NUL byte, not a hang" "NUL" coulomb --in /dev/zero --periodic
 expect_msg "--box with 2 numbers" "1, 3 or 9" coulomb --in "$tmp/dodec.txt" --periodic --box 1 2
 expect_msg "--box with 9 numbers without --periodic" "periodic" coulomb --in "$tmp/dodec.txt" --box $dodec
 expect_msg "a cell beyond GROMACS's limits (|bx| > ax/2)" "GROMACS" coulomb --in "$tmp/dodec.txt" --periodic --box 2 0 0 1.5 2 0 0 0 2

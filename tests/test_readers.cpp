@@ -167,15 +167,19 @@ TEST(Readers, NumbersOutOfRangeAreErrorsNamingLineAndColumn) {
 
 TEST(Readers, RowsGiveTheLineOfEachRow) {
     TempDir dir;
-    std::string f = dir.file("rows.txt", "# header\n1 2 3\n\n  # comment\n4 5 6 # tail\n7 8 9");
+    std::string f = dir.file("rows.txt", "# header\n1 2 3\n\n  # box 1 2 3\n4 5 6 # tail\n7 8 9\n"
+                                         "# box 4 5 6\n");
     long n, *lines;
-    int cols;
-    double *rows, *last;
+    int cols, nbox = -2;
+    double *rows, *last, box[9];
     char err[256];
-    ASSERT_EQ(
-        pts_read_rows(f.c_str(), "a b c", 2, 3, &cols, &n, &rows, &last, &lines, err, sizeof err),
-        PTS_OK)
+    ASSERT_EQ(pts_read_rows(f.c_str(), "a b c", 2, 3, &cols, &n, &rows, &last, &lines, box, &nbox,
+                            err, sizeof err),
+              PTS_OK)
         << err;
+    ASSERT_EQ(nbox, 3); // the first '# box' line
+    EXPECT_EQ(box[0], 1.0);
+    EXPECT_EQ(box[2], 3.0);
     ASSERT_EQ(n, 3);
     EXPECT_EQ(cols, 3);
     EXPECT_EQ(lines[0], 2);
@@ -185,13 +189,28 @@ TEST(Readers, RowsGiveTheLineOfEachRow) {
     EXPECT_EQ(last[2], 9.0);
     free(rows), free(last), free(lines);
     std::string bad = dir.file("bad.txt", "1 2 3\n4 5\n");
-    EXPECT_EQ(
-        pts_read_rows(bad.c_str(), "a b c", 2, 3, &cols, &n, &rows, &last, &lines, err, sizeof err),
-        PTS_ERR_PARSE);
+    EXPECT_EQ(pts_read_rows(bad.c_str(), "a b c", 2, 3, &cols, &n, &rows, &last, &lines, nullptr,
+                            nullptr, err, sizeof err),
+              PTS_ERR_PARSE);
     EXPECT_EQ(n, 0);
     EXPECT_EQ(rows, nullptr);
     EXPECT_EQ(lines, nullptr);
     EXPECT_STREQ(err, (bad + ":2: 2 numbers, expected 3 like the first row (a b c)").c_str());
+}
+
+TEST(Readers, BoxCommentLines) {
+    double b[9];
+    EXPECT_EQ(pts_box_comment("# box 3.1 3.2 3.3", b), 3);
+    EXPECT_EQ(b[1], 3.2);
+    EXPECT_EQ(pts_box_comment("  #box\t1 0 0 0 1 0 0 0 1 \n", b), 9);
+    EXPECT_EQ(b[8], 1.0);
+    EXPECT_EQ(pts_box_comment("# box 1 2", b), -1);      // neither 3 nor 9 numbers
+    EXPECT_EQ(pts_box_comment("# box 1 2 3 nm", b), -1); // text after the numbers
+    EXPECT_EQ(pts_box_comment("# box 1 2 3 4 5 6 7 8 9 10", b), -1);
+    EXPECT_EQ(pts_box_comment("# box 1e999 1 1", b), -1); // out of range
+    EXPECT_EQ(pts_box_comment("# box", b), -1);
+    EXPECT_EQ(pts_box_comment("# boxes 1 2 3", b), 0); // another comment
+    EXPECT_EQ(pts_box_comment("1 2 3 4", b), 0);
 }
 
 TEST(Readers, DirectoryIsAnIoErrorThatSaysSo) {

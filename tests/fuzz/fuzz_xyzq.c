@@ -34,9 +34,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* any count of columns, with each row's line */
     long n = -1, *lines = NULL;
     double *rows = NULL;
-    int cols = 0;
-    int rc =
-        pts_read_rows(path, "c1 c2 ...", 1, 0, &cols, &n, &rows, NULL, &lines, err, sizeof err);
+    int cols = 0, nbox = -2;
+    double box[9];
+    int rc = pts_read_rows(path, "c1 c2 ...", 1, 0, &cols, &n, &rows, NULL, &lines, box, &nbox, err,
+                           sizeof err);
+    FUZZ_CHECK(nbox == -1 || nbox == 0 || nbox == 3 || nbox == 9, "a box line of %d numbers", nbox);
+    if (nbox > 0) check_finite((size_t)nbox, box);
     if (rc) {
         check_failure(rc, path, err, n, rows, lines);
     } else {
@@ -52,7 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     long m = -1;
     double *r23 = NULL, *last = NULL;
     int c23 = 0;
-    int rc23 = pts_read_rows(path, "a b [c]", 2, 3, &c23, &m, &r23, &last, NULL, err, sizeof err);
+    int rc23 = pts_read_rows(path, "a b [c]", 2, 3, &c23, &m, &r23, &last, NULL, NULL, NULL, err,
+                             sizeof err);
     if (rc23) check_failure(rc23, path, err, m, r23, last);
     FUZZ_CHECK(!rc23 == (!rc && cols >= 2 && cols <= 3), "2-3 columns: %d, any: %d with %d", rc23,
                rc, cols);
