@@ -1,30 +1,37 @@
 #!/usr/bin/env python3
-"""fmm3d_compare.py - benchmark this project's FMM CLI against FMM3D (fmm3dpy) side by side.
+"""fmm3d_compare.py - this project's FMM CLI against FMM3D built as its makefile recommends.
 
-For each distribution, size N and tolerance, both codes get the same point set, the same
-thread count (OMP_NUM_THREADS and --threads) and the same requested accuracy, and compute
-the potential and the field at every particle. Both are then checked against the same exact
-reference: a direct sum over all N sources, in numpy, at a random subset of targets.
+FMM3D runs through bench/fmm3d/lfmm3d_driver.c, linked by bench/fmm3d/build.sh against the
+library of `make lib FAST_KER=ON OMP=ON` (vectorised near-field kernels, OpenMP, the makefile's
+-O3 -march=native -funroll-loops). For each distribution, size N and tolerance both codes read
+the same `x y z q` file, run on the same number of threads and compute the potential and the
+field at every particle; both are checked against the same exact reference, a direct sum over
+all N sources (numpy) at a random subset of targets. Times: the CLI's `time_s` (plan and
+evaluation, no file I/O) and the driver's `time_s` (the lfmm3d call alone), best of --repeat.
 
-Conventions: the project computes phi_i = sum_j q_j / r_ij and E = -grad phi. FMM3D's lfmm3d
-computes u_i = sum_j q_j / (4 pi r_ij) and grad u, so phi = 4 pi u and E = -4 pi grad u.
+Conventions: the project computes phi_i = sum_j q_j / r_ij and E = -grad phi; FMM3D computes
+u = sum_j q_j / (4 pi r_ij), and the driver writes phi = 4 pi u and E = -4 pi grad u.
 
-Outputs (in --outdir, default bench/results):
-    fmm3d_compare.csv   one row per (distribution, N, tolerance, code)
-    fmm3d_compare.md    side-by-side table with machine, date, git revision, threads
-    fmm3d_compare.png   time vs N (log-log) and error vs time
-With --fmm3d-only (no CLI needed) the files are named fmm3d_only.* instead: that mode tests
-the FMM3D side and the error computation, and is not a comparison.
+Equal accuracy: the two codes reach different errors at the same requested tolerance, so the
+report also compares them at equal achieved error: for each run of one code, the other code's
+time at that error is interpolated between its two runs whose errors bracket it (linear in
+log time against log error; no extrapolation), and the ratio is FMM3D's time / ours (> 1: ours
+is faster). It is done for the potential's and for the field's error.
 
+Outputs (in --outdir, default bench/results; names from --name, default fmm3d_fastker):
+    NAME.csv   one row per (distribution, N, tolerance, code) with times, errors, CPU use, load
+    NAME.md    machine, date, both commits, FMM3D's build flags, the side-by-side table and the
+               equal-accuracy table
+    NAME.png   time against achieved error (potential, field), both codes, per distribution
 Progress goes to stderr. See bench/README.md.
 """
 import argparse
 import csv
 import datetime
-import glob
 import math
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -32,8 +39,8 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FOUR_PI = 4.0 * math.pi
 DISTRIBUTIONS = ("uniform", "plummer", "sphere")  # generated here with numpy
+CODES = ("ours", "fmm3d")
 
 
 def log(msg):
@@ -64,15 +71,20 @@ def parse_size(t):
 
 def parse_args():
     p = argparse.ArgumentParser(
-        description="Benchmark build/bin/fmm against FMM3D (fmm3dpy) on identical point sets.")
+        description="Benchmark build/bin/fmm against FMM3D (FAST_KER=ON OMP=ON) on identical "
+                    "point sets.")
     p.add_argument("--fmm", default=os.path.join(REPO, "build", "bin", "fmm"),
                    help="path of the project CLI (default: build/bin/fmm)")
-    p.add_argument("--sizes", default="1e4,1e5,1e6",
-                   help="comma-separated N values (default 1e4,1e5,1e6; add 1e7 if memory/time allow)")
+    p.add_argument("--fmm3d", default=os.path.join(REPO, "build-fmm3d", "bin", "fmm3d_lfmm3d"),
+                   help="FMM3D driver built by bench/fmm3d/build.sh (default: "
+                        "build-fmm3d/bin/fmm3d_lfmm3d); its build_info.txt is read from the "
+                        "folder above bin/")
+    p.add_argument("--sizes", default="1e5,1e6",
+                   help="comma-separated N values (default 1e5,1e6; add 1e7 if memory/time allow)")
     p.add_argument("--dists", default="uniform,plummer",
                    help=f"comma-separated distributions (numpy: {', '.join(DISTRIBUTIONS)}; "
                         "with --gen cli anything 'fmm generate' accepts)")
-    p.add_argument("--tols", default="1e-3,1e-6,1e-9", help="comma-separated tolerances")
+    p.add_argument("--tols", default="1e-3,1e-6,1e-9,1e-12", help="comma-separated tolerances")
     p.add_argument("--threads", type=int, default=2, help="threads for both codes (default 2)")
     p.add_argument("--seed", type=int, default=1, help="seed of point sets and target subset")
     p.add_argument("--ntargets", type=int, default=1000,
@@ -85,12 +97,14 @@ def parse_args():
                    help="also pass --reference to the CLI for N up to this (its own error report "
                         "is recorded next to ours; 0 = never)")
     p.add_argument("--outdir", default=os.path.join(REPO, "bench", "results"))
+    p.add_argument("--name", default="fmm3d_fastker",
+                   help="base name of the result files (default fmm3d_fastker)")
     p.add_argument("--workdir", default=None,
-                   help="where point files, CLI outputs and cached references go "
+                   help="where point files, outputs and cached references go "
                         "(default: a temporary directory, removed at the end)")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     p.add_argument("--fmm3d-only", action="store_true",
-                   help="run only FMM3D and the reference (testing); writes fmm3d_only.*")
+                   help="run only FMM3D and the reference (testing; no CLI needed unless --gen cli)")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
     a = p.parse_args()
     a.sizes = parse_list(a.sizes, parse_size, "size")
@@ -100,11 +114,18 @@ def parse_args():
         die("--threads must be >= 1")
     if a.ntargets < 1:
         die("--ntargets must be >= 1")
+    if a.repeat < 0:
+        die("--repeat must be >= 0")
     if a.gen == "numpy":
         bad = [d for d in a.dists if d not in DISTRIBUTIONS]
         if bad:
             die(f"distribution(s) {bad} need --gen cli (numpy generates {', '.join(DISTRIBUTIONS)})")
     return a
+
+
+def need_executable(path, what, hint):
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        die(f"{what} not found or not executable: {path}\n  {hint}")
 
 
 # ----------------------------------------------------------------------------------------
@@ -122,6 +143,17 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
+def mem_total_gib():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return f"{int(line.split()[1]) / 2**20:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return "?"
+
+
 def git_rev():
     try:
         rev = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
@@ -133,25 +165,26 @@ def git_rev():
         return "unknown"
 
 
-def loadavg1():
+def loadavg():
     try:
         with open("/proc/loadavg") as f:
-            return float(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return float("nan")
+            return [float(v) for v in f.read().split()[:3]]
+    except (OSError, ValueError):
+        return [float("nan")] * 3
 
 
-def fmm3d_has_openmp(fmm3dpy):
-    """True if the installed fmm3dpy extension is linked with OpenMP (the PyPI wheel is not)."""
-    d = os.path.dirname(fmm3dpy.__file__)
-    for so in glob.glob(os.path.join(d, "lfmm3d_fortran*")):
-        try:
-            with open(so, "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        return b"GOMP_" in data or b"omp_get_num_threads" in data
-    return False
+def fmm3d_build_info(driver):
+    """The key-value lines that bench/fmm3d/build.sh wrote next to the driver's bin/ folder."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(driver))), "build_info.txt")
+    info = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                k, _, v = line.rstrip("\n").partition(" ")
+                info[k] = v
+    except OSError:
+        log(f"WARNING: {path} not found: FMM3D's commit and flags are not recorded")
+    return info
 
 
 # ----------------------------------------------------------------------------------------
@@ -218,10 +251,11 @@ def read_table(np, path, ncols):
 
 
 def point_set(np, args, dist, n, workdir):
+    """The points and charges, and the `x y z q` file both codes read."""
     path = os.path.join(workdir, f"{dist}_n{n}_s{args.seed}_{args.gen}.xyzq")
     if args.gen == "numpy":
         xyz, q = generate_numpy(np, dist, n, args.seed)
-        if not os.path.exists(path) and not args.fmm3d_only:
+        if not os.path.exists(path):
             t = time.perf_counter()
             write_xyzq(np, path + ".tmp", xyz, q)
             os.replace(path + ".tmp", path)
@@ -291,27 +325,10 @@ def errors(np, phi, E, phi_ref, E_ref):
 
 
 # ----------------------------------------------------------------------------------------
-# The two codes
+# The two codes, each a subprocess that prints `name value` lines
 # ----------------------------------------------------------------------------------------
 
-def run_fmm3d(np, fmm3dpy, xyz, q, tol, reps):
-    src = xyz.T  # (3, n) view, Fortran-contiguous: no copy in f2py
-    best = None
-    out = None
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        out = fmm3dpy.lfmm3d(eps=tol, sources=src, charges=q, pg=2)
-        dt = time.perf_counter() - t0
-        best = dt if best is None else min(best, dt)
-    ier = int(getattr(out, "ier", 0) or 0)
-    if ier != 0:
-        raise RuntimeError(f"lfmm3d returned ier={ier}")
-    phi = FOUR_PI * np.asarray(out.pot)
-    E = -FOUR_PI * np.asarray(out.grad).T
-    return best, phi, E
-
-
-def parse_cli_stdout(text):
+def parse_kv(text):
     vals = {}
     for line in text.splitlines():
         parts = line.split()
@@ -323,31 +340,95 @@ def parse_cli_stdout(text):
     return vals
 
 
+def run_timed(cmd, threads, reps):
+    """Runs cmd reps times with OMP_NUM_THREADS=threads; returns the values printed by the run
+    with the smallest `time_s`, with its wall time and its CPU time over wall time (about the
+    number of busy threads) added."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    best = None
+    for _ in range(reps):
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        wall = time.perf_counter() - t0
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}: "
+                               f"{(r.stderr or r.stdout).strip()[-500:]}")
+        v = parse_kv(r.stdout)
+        if not isinstance(v.get("time_s"), float):
+            raise RuntimeError(f"no 'time_s <seconds>' line in the output of {cmd[0]}: "
+                               f"{r.stdout.strip()[-300:]}")
+        cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+        v.update(wall_s=wall, cpu_per_wall=cpu / wall if wall > 0 else float("nan"))
+        if best is None or v["time_s"] < best["time_s"]:
+            best = v
+    return best
+
+
+def run_fmm3d(np, args, path, n, tol, reps, workdir):
+    outpath = os.path.join(workdir, "fmm3d_out.bin")
+    v = run_timed([args.fmm3d, "--in", path, "--eps", f"{tol:.17g}", "--repeat", str(reps),
+                   "--out", outpath], args.threads, 1)
+    if isinstance(v.get("cpu_s"), float) and v["time_s"] > 0:  # the lfmm3d call alone
+        v["cpu_per_wall"] = v["cpu_s"] / v["time_s"]
+    a = np.fromfile(outpath, dtype="<f8")
+    os.remove(outpath)
+    if a.size != 4 * n:
+        raise RuntimeError(f"FMM3D driver wrote {a.size} values, expected {4 * n}")
+    a = a.reshape(n, 4)
+    return v, a[:, 0], a[:, 1:4]
+
+
 def run_ours(np, args, path, n, tol, reps, workdir):
     outpath = os.path.join(workdir, "ours_out.txt")
     cmd = [args.fmm, "coulomb", "--in", path, "--tolerance", f"{tol:g}",
            "--threads", str(args.threads), "--out", outpath]
     if args.cli_reference_max > 0 and n <= args.cli_reference_max:
         cmd.append("--reference")
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-    best, best_wall, vals = None, None, None
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        wall = time.perf_counter() - t0
-        if r.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}: "
-                               f"{(r.stderr or r.stdout).strip()[-500:]}")
-        v = parse_cli_stdout(r.stdout)
-        if not isinstance(v.get("time_s"), float):
-            raise RuntimeError(f"no 'time_s <seconds>' line in CLI output: {r.stdout.strip()[-300:]}")
-        if best is None or v["time_s"] < best:
-            best, best_wall, vals = v["time_s"], wall, v
+    v = run_timed(cmd, args.threads, reps)
     a = read_table(np, outpath, 4)
+    os.remove(outpath)
     if a.shape != (n, 4):
         raise RuntimeError(f"CLI output {outpath} has shape {a.shape}, expected ({n}, 4)")
-    os.remove(outpath)
-    return best, best_wall, vals, a[:, 0].copy(), a[:, 1:4].copy()
+    return v, a[:, 0], a[:, 1:4]
+
+
+# ----------------------------------------------------------------------------------------
+# Equal-accuracy comparison
+# ----------------------------------------------------------------------------------------
+
+def time_at_error(runs, err_key, e):
+    """Time of one code at achieved error e, interpolated linearly in (log error, log time)
+    between its two runs whose errors bracket e; None outside their range."""
+    pts = sorted((r[err_key], r["time_s"]) for r in runs
+                 if isinstance(r.get(err_key), float) and r[err_key] > 0)
+    if not pts or not (pts[0][0] <= e <= pts[-1][0]) or e <= 0:
+        return None
+    for (e0, t0), (e1, t1) in zip(pts, pts[1:]):
+        if e0 <= e <= e1:
+            if e1 == e0:
+                return min(t0, t1)
+            w = (math.log(e) - math.log(e0)) / (math.log(e1) - math.log(e0))
+            return math.exp((1 - w) * math.log(t0) + w * math.log(t1))
+    return pts[0][1]  # a single run with exactly this error
+
+
+ERRS = (("rel_l2_phi", "phi"), ("rel_rms_field", "field"))
+
+
+def add_equal_accuracy(rows):
+    """For each run, the other code's interpolated time at its errors and the ratio FMM3D / ours."""
+    ok = [r for r in rows if r.get("status") == "ok"]
+    for r in ok:
+        other = "fmm3d" if r["code"] == "ours" else "ours"
+        runs = [s for s in ok if s["code"] == other and s["dist"] == r["dist"] and s["n"] == r["n"]]
+        for key, short in ERRS:
+            t = time_at_error(runs, key, r[key])
+            r[f"other_time_at_err_{short}"] = t
+            if t is not None:
+                r[f"ratio_fmm3d_over_ours_at_err_{short}"] = \
+                    r["time_s"] / t if r["code"] == "fmm3d" else t / r["time_s"]
 
 
 # ----------------------------------------------------------------------------------------
@@ -355,8 +436,10 @@ def run_ours(np, args, path, n, tol, reps, workdir):
 # ----------------------------------------------------------------------------------------
 
 FIELDS = ["dist", "n", "seed", "tol", "threads", "code", "status", "time_s", "wall_s",
-          "points_per_s", "rel_l2_phi", "rel_rms_field", "energy", "order", "depth",
-          "throughput_ratio_ours_over_fmm3d", "cli_rel_l2_error_phi", "cli_rel_rms_error_field",
+          "cpu_per_wall", "points_per_s", "rel_l2_phi", "rel_rms_field", "energy", "order",
+          "depth", "ratio_fmm3d_over_ours_same_tol", "other_time_at_err_phi",
+          "ratio_fmm3d_over_ours_at_err_phi", "other_time_at_err_field",
+          "ratio_fmm3d_over_ours_at_err_field", "cli_rel_l2_error_phi", "cli_rel_rms_error_field",
           "ntargets", "load1_before"]
 
 
@@ -374,91 +457,136 @@ def write_csv(path, rows):
             w.writerow({k: r.get(k, "") for k in FIELDS})
 
 
+def status_note(r):
+    if not r:
+        return " (not run)"
+    if r.get("status") == "ok":
+        return ""
+    return " (" + str(r.get("status")).replace("|", "/").replace("\n", " ")[:80] + ")"
+
+
 def write_md(path, rows, meta, fmm3d_only):
     L = []
-    title = "FMM3D alone (test run, no comparison)" if fmm3d_only else "This project vs FMM3D"
+    title = "FMM3D alone (test run, no comparison)" if fmm3d_only else \
+        "This project vs FMM3D (FAST_KER=ON OMP=ON)"
     L.append(f"# {title}\n")
     for k, v in meta.items():
         L.append(f"- {k}: {v}")
     L.append("")
     L.append("Errors are against an exact direct sum (numpy) at the same random subset of "
              f"{meta['targets per point set']} targets for both codes: relative L2 error of the "
-             "potential and relative RMS error of the field. Time: ours = the CLI's `time_s` "
-             "(solver only, no file I/O); FMM3D = `lfmm3d(pg=2)` call measured with "
-             "`time.perf_counter`. Ratio = our throughput / FMM3D's (> 1: ours is faster).\n")
+             "potential (err phi) and relative RMS error of the field (err E). Times: ours = the "
+             "CLI's `time_s` (plan and evaluation, no file I/O); FMM3D = the `lfmm3d_s_c_g` call "
+             "alone, timed in bench/fmm3d/lfmm3d_driver.c; best of the repeats. CPU/wall: CPU "
+             "time over wall time, about the number of busy threads: for ours that of the whole "
+             "CLI process (reading and writing text files on one thread included); for FMM3D "
+             "that of the lfmm3d call alone. Load: the 1-minute load average before the run.\n")
     groups = {}
     for r in rows:
         groups.setdefault((r["dist"], r["n"], r["tol"]), {})[r["code"]] = r
+    keys = sorted(groups, key=lambda k: (k[0], k[1], -k[2]))
     if fmm3d_only:
-        L.append("| dist | N | tol | FMM3D time (s) | FMM3D Mpts/s | err phi | err E |")
-        L.append("|---|---:|---:|---:|---:|---:|---:|")
-    else:
-        L.append("| dist | N | tol | ours time (s) | FMM3D time (s) | ours Mpts/s | FMM3D Mpts/s "
-                 "| ratio | ours err phi | FMM3D err phi | ours err E | FMM3D err E | ours p / depth |")
-        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for k in sorted(groups, key=lambda k: (k[0], k[1], -k[2])):
-        g = groups[k]
-        f3 = g.get("fmm3d", {})
-        mp = lambda r: r.get("points_per_s") / 1e6 if isinstance(r.get("points_per_s"), float) else None
-        if fmm3d_only:
-            L.append(f"| {k[0]} | {k[1]:.0e} | {k[2]:.0e} | {fmt(f3.get('time_s'), '.3f')} | "
-                     f"{fmt(mp(f3), '.3f')} | {fmt(f3.get('rel_l2_phi'), '.2e')} | "
-                     f"{fmt(f3.get('rel_rms_field'), '.2e')} |")
-            continue
-        o = g.get("ours", {})
+        L.append("| dist | N | tol | FMM3D time (s) | err phi | err E | CPU/wall | load |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for k in keys:
+            f3 = groups[k].get("fmm3d", {})
+            L.append(f"| {k[0]} | {k[1]:.0e} | {k[2]:.0e} | {fmt(f3.get('time_s'), '.3f')}"
+                     f"{status_note(f3)} | {fmt(f3.get('rel_l2_phi'), '.2e')} | "
+                     f"{fmt(f3.get('rel_rms_field'), '.2e')} | {fmt(f3.get('cpu_per_wall'), '.2f')} | "
+                     f"{fmt(f3.get('load1_before'), '.2f')} |")
+        L.append("")
+        with open(path, "w") as f:
+            f.write("\n".join(L))
+        return
+
+    L.append("## At the same requested tolerance\n")
+    L.append("Ratio = FMM3D's time / ours (> 1: ours is faster), at the same tolerance, whatever "
+             "the errors reached.\n")
+    L.append("| dist | N | tol | ours time (s) | FMM3D time (s) | ratio | ours err phi | "
+             "FMM3D err phi | ours err E | FMM3D err E | ours p / depth | CPU/wall ours, FMM3D | "
+             "load ours, FMM3D |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for k in keys:
+        o, f3 = groups[k].get("ours", {}), groups[k].get("fmm3d", {})
         pd = "—"
-        if isinstance(o.get("order"), float):
-            pd = f"{int(o['order'])} / {int(o['depth'])}" if isinstance(o.get("depth"), float) \
-                else f"{int(o['order'])}"
-        status = "" if o.get("status") == "ok" else \
-            " (" + str(o.get("status", "not run")).replace("|", "/").replace("\n", " ")[:80] + ")"
-        L.append(f"| {k[0]} | {k[1]:.0e} | {k[2]:.0e} | {fmt(o.get('time_s'), '.3f')}{status} | "
-                 f"{fmt(f3.get('time_s'), '.3f')} | {fmt(mp(o), '.3f')} | {fmt(mp(f3), '.3f')} | "
-                 f"{fmt(o.get('throughput_ratio_ours_over_fmm3d'), '.2f')} | "
+        if isinstance(o.get("order"), float) and isinstance(o.get("depth"), float):
+            pd = f"{int(o['order'])} / {int(o['depth'])}"
+        L.append(f"| {k[0]} | {k[1]:.0e} | {k[2]:.0e} | {fmt(o.get('time_s'), '.3f')}"
+                 f"{status_note(o)} | {fmt(f3.get('time_s'), '.3f')}{status_note(f3)} | "
+                 f"{fmt(o.get('ratio_fmm3d_over_ours_same_tol'), '.2f')} | "
                  f"{fmt(o.get('rel_l2_phi'), '.2e')} | {fmt(f3.get('rel_l2_phi'), '.2e')} | "
-                 f"{fmt(o.get('rel_rms_field'), '.2e')} | {fmt(f3.get('rel_rms_field'), '.2e')} | {pd} |")
+                 f"{fmt(o.get('rel_rms_field'), '.2e')} | {fmt(f3.get('rel_rms_field'), '.2e')} | "
+                 f"{pd} | {fmt(o.get('cpu_per_wall'), '.2f')}, {fmt(f3.get('cpu_per_wall'), '.2f')} | "
+                 f"{fmt(o.get('load1_before'), '.2f')}, {fmt(f3.get('load1_before'), '.2f')} |")
+    L.append("")
+    L.append("## At equal achieved accuracy\n")
+    L.append("For each run of one code (its error and time), the other code's time at the same "
+             "error, interpolated between that code's two runs (same distribution and N) whose "
+             "errors bracket it, linearly in log time against log error; \"—\" where no two "
+             "runs bracket it (no extrapolation). Ratio = FMM3D's time / ours at that error "
+             "(> 1: ours is faster). With tolerances three decades apart the interpolation spans "
+             "wide steps; a denser --tols list narrows them.\n")
+    L.append("| dist | N | run | tol | err phi | its time (s) | other's time at err phi (s) "
+             "| ratio at err phi | err E | other's time at err E (s) | ratio at err E |")
+    L.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for k in keys:
+        for code in CODES:
+            r = groups[k].get(code)
+            if not r or r.get("status") != "ok":
+                continue
+            L.append(f"| {k[0]} | {k[1]:.0e} | {'ours' if code == 'ours' else 'FMM3D'} | "
+                     f"{k[2]:.0e} | {fmt(r.get('rel_l2_phi'), '.2e')} | {fmt(r.get('time_s'), '.3f')} | "
+                     f"{fmt(r.get('other_time_at_err_phi'), '.3f')} | "
+                     f"{fmt(r.get('ratio_fmm3d_over_ours_at_err_phi'), '.2f')} | "
+                     f"{fmt(r.get('rel_rms_field'), '.2e')} | "
+                     f"{fmt(r.get('other_time_at_err_field'), '.3f')} | "
+                     f"{fmt(r.get('ratio_fmm3d_over_ours_at_err_field'), '.2f')} |")
     L.append("")
     with open(path, "w") as f:
         f.write("\n".join(L))
 
 
-def write_png(path, rows, meta, fmm3d_only):
+def write_png(path, rows, meta, nthreads, fmm3d_only):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    styles = ["-", "--", ":", "-."]
-    markers = {"uniform": "o", "plummer": "^", "sphere": "s", "water": "D"}
+    ok = [r for r in rows if r.get("status") == "ok"]
+    dists = sorted({r["dist"] for r in ok})
+    sizes = sorted({r["n"] for r in ok})
+    if not dists:
+        log("nothing to plot")
+        return
     colors = {"ours": "tab:blue", "fmm3d": "tab:red"}
-    labels = {"ours": "this project", "fmm3d": "FMM3D"}
-    tols = sorted({r["tol"] for r in rows}, reverse=True)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2))
-    for code in ("ours", "fmm3d"):
-        for dist in sorted({r["dist"] for r in rows}):
-            for ti, tol in enumerate(tols):
-                rs = sorted((r for r in rows if r["code"] == code and r["dist"] == dist
-                             and r["tol"] == tol and r["status"] == "ok"), key=lambda r: r["n"])
-                if not rs:
-                    continue
-                lab = f"{labels[code]}, {dist}, tol {tol:.0e}"
-                kw = dict(color=colors[code], linestyle=styles[ti % len(styles)],
-                          marker=markers.get(dist, "x"), label=lab)
-                ax1.plot([r["n"] for r in rs], [r["time_s"] for r in rs], **kw)
-                ax2.plot([r["time_s"] for r in rs], [r["rel_l2_phi"] for r in rs], **kw)
-                for r in rs:
-                    ax2.annotate(f"{r['n']:.0e}", (r["time_s"], r["rel_l2_phi"]), fontsize=6,
-                                 xytext=(3, 2), textcoords="offset points", color=colors[code])
-    ax1.set_xscale("log"); ax1.set_yscale("log")
-    ax1.set_xlabel("N particles"); ax1.set_ylabel("time (s), potential + field")
-    ax1.set_title(f"Time vs N ({meta['threads']} threads)")
-    ax1.grid(True, which="both", alpha=0.3)
-    ax2.set_xscale("log"); ax2.set_yscale("log")
-    ax2.set_xlabel("time (s)"); ax2.set_ylabel("relative L2 error of potential")
-    ax2.set_title("Error vs time (labels: N)")
-    ax2.grid(True, which="both", alpha=0.3)
-    ax1.legend(fontsize=7, loc="upper left")
-    title = "FMM3D alone (test run)" if fmm3d_only else "This project vs FMM3D"
-    fig.suptitle(f"{title} — {meta['machine']}, git {meta['git']}, {meta['date']}", fontsize=9)
+    labels = {"ours": "this project", "fmm3d": "FMM3D (FAST_KER, OMP)"}
+    markers = ["o", "^", "s", "D", "v", "P"]
+    styles = ["-", "--", ":", "-."]
+    fig, axes = plt.subplots(len(dists), 2, figsize=(12, 4.6 * len(dists)), squeeze=False)
+    for di, dist in enumerate(dists):
+        for ci, (key, what) in enumerate((("rel_l2_phi", "potential"), ("rel_rms_field", "field"))):
+            ax = axes[di][ci]
+            for code in CODES:
+                for ni, n in enumerate(sizes):
+                    rs = sorted((r for r in ok if r["code"] == code and r["dist"] == dist
+                                 and r["n"] == n), key=lambda r: r["tol"])
+                    if not rs:
+                        continue
+                    ax.plot([r[key] for r in rs], [r["time_s"] for r in rs],
+                            color=colors[code], marker=markers[ni % len(markers)],
+                            linestyle=styles[ni % len(styles)], label=f"{labels[code]}, N={n:.0e}")
+                    for r in rs:
+                        ax.annotate(f"{r['tol']:.0e}", (r[key], r["time_s"]), fontsize=6,
+                                    xytext=(3, 2), textcoords="offset points", color=colors[code])
+            ax.set_xscale("log"); ax.set_yscale("log")
+            ax.invert_xaxis()
+            ax.set_xlabel(f"achieved relative error of the {what} (labels: requested tolerance)")
+            ax.set_ylabel("time (s), potential + field")
+            ax.set_title(f"{dist}, {nthreads} threads")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7, loc="upper left")
+    title = "FMM3D alone (test run)" if fmm3d_only else "This project vs FMM3D (FAST_KER=ON OMP=ON)"
+    fig.suptitle(f"{title} — {meta['machine']}, ours {meta['this project']}, "
+                 f"FMM3D {meta['FMM3D commit'][:12]}, {meta['date']}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -468,53 +596,50 @@ def write_png(path, rows, meta, fmm3d_only):
 
 def main():
     args = parse_args()
-    # Set before numpy / fmm3dpy load an OpenMP runtime, which reads it once.
-    os.environ["OMP_NUM_THREADS"] = str(args.threads)
-
+    need_executable(args.fmm3d, "FMM3D driver",
+                    "build it: bash bench/fmm3d/build.sh FMM3D_SOURCE build-fmm3d "
+                    "(or pass --fmm3d PATH)")
     if not args.fmm3d_only or args.gen == "cli":
-        if not (os.path.isfile(args.fmm) and os.access(args.fmm, os.X_OK)):
-            die(f"project CLI not found or not executable: {args.fmm}\n"
-                "  build it first:  cmake -S . -B build && cmake --build build -j\n"
-                "  or pass --fmm PATH, or use --fmm3d-only to test only the FMM3D side")
-
+        need_executable(args.fmm, "project CLI",
+                        "build it first:  cmake -S . -B build && cmake --build build -j\n"
+                        "  or pass --fmm PATH, or use --fmm3d-only to test only the FMM3D side")
     try:
         import numpy as np
     except ImportError:
         die("numpy is missing: pip install -r bench/requirements.txt")
-    try:
-        import fmm3dpy
-    except ImportError:
-        die("fmm3dpy is missing: pip install -r bench/requirements.txt")
 
-    omp = fmm3d_has_openmp(fmm3dpy)
-    if args.threads > 1 and not omp:
-        log(f"WARNING: the installed fmm3dpy is built without OpenMP: FMM3D runs on 1 thread, "
-            f"ours on {args.threads}. bench/build_fmm3dpy_openmp.sh builds a threaded one.")
-
+    info = fmm3d_build_info(args.fmm3d)
     os.makedirs(args.outdir, exist_ok=True)
-    base = "fmm3d_only" if args.fmm3d_only else "fmm3d_compare"
+    base = os.path.join(args.outdir, args.name + ("_only" if args.fmm3d_only else ""))
     tmp_work = args.workdir is None
     workdir = tempfile.mkdtemp(prefix="fmm3d_compare_") if tmp_work else args.workdir
     os.makedirs(workdir, exist_ok=True)
 
+    load0 = loadavg()
     meta = {
         "machine": cpu_name(),
         "cores online": os.cpu_count(),
+        "memory": mem_total_gib(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "git": git_rev(),
-        "threads": args.threads,
-        "fmm3dpy": f"{getattr(fmm3dpy, '__version__', '?')} "
-                   f"({'OpenMP' if omp else 'no OpenMP: runs on 1 thread'}) "
-                   f"from {os.path.dirname(fmm3dpy.__file__)}",
-        "numpy": np.__version__,
-        "python": platform.python_version(),
+        "this project": git_rev(),
+        "FMM3D commit": info.get("fmm3d_commit", "unknown"),
+        "FMM3D build": f"`{info.get('make_command', '?')}`; FFLAGS `{info.get('fflags', '?')}`; "
+                       f"CXXFLAGS `{info.get('cxxflags', '?')}`; {info.get('compilers', '?')}; "
+                       f"{info.get('checks', 'build checks not recorded')}",
+        "threads": f"{args.threads} (OMP_NUM_THREADS for both, and the CLI's --threads)",
         "point sets": f"{args.gen} generator, seed {args.seed}",
         "targets per point set": args.ntargets,
         "repeats": args.repeat or "3 for N <= 1e5, else 1 (best time kept)",
+        "load average at start (1, 5, 15 min)": ", ".join(f"{v:.2f}" for v in load0),
+        "numpy": np.__version__,
+        "python": platform.python_version(),
     }
     if not args.fmm3d_only:
         meta["CLI"] = os.path.relpath(args.fmm, REPO) if args.fmm.startswith(REPO) else args.fmm
-    log(f"{meta['machine']}, {args.threads} threads, fmm3dpy OpenMP: {omp}, workdir {workdir}")
+    meta["FMM3D driver"] = os.path.relpath(args.fmm3d, REPO) \
+        if os.path.abspath(args.fmm3d).startswith(REPO) else args.fmm3d
+    log(f"{meta['machine']}, {args.threads} threads, FMM3D {meta['FMM3D commit'][:12]}, "
+        f"load {meta['load average at start (1, 5, 15 min)']}, workdir {workdir}")
 
     rows = []
     failures = 0
@@ -525,65 +650,56 @@ def main():
                 xyz, q, path = point_set(np, args, dist, n, workdir)
                 n = len(q)
                 idx, phi_ref, E_ref = reference(np, args, dist, n, xyz, q, workdir)
+                del xyz
                 reps = args.repeat or (3 if n <= 100_000 else 1)
                 for tol in args.tols:
                     common = dict(dist=dist, n=n, seed=args.seed, tol=tol, threads=args.threads,
                                   ntargets=len(idx))
-                    # FMM3D
-                    r3 = dict(common, code="fmm3d", load1_before=loadavg1())
-                    try:
-                        t3, phi3, E3 = run_fmm3d(np, fmm3dpy, xyz, q, tol, reps)
-                        ep, eE = errors(np, phi3[idx], E3[idx], phi_ref, E_ref)
-                        r3.update(status="ok", time_s=t3, wall_s=t3, points_per_s=n / t3,
-                                  rel_l2_phi=ep, rel_rms_field=eE,
-                                  energy=float(0.5 * np.dot(q, phi3)))
-                        del phi3, E3
-                        log(f"  tol {tol:.0e} FMM3D: {t3:.3f} s, {n / t3 / 1e6:.3f} Mpts/s, "
-                            f"err phi {ep:.2e}, err E {eE:.2e}")
-                    except Exception as e:  # record and go on with the other runs
-                        failures += 1
-                        r3.update(status=f"error: {e}")
-                        log(f"  tol {tol:.0e} FMM3D FAILED: {e}")
-                    rows.append(r3)
-                    if args.fmm3d_only:
-                        continue
-                    # ours
-                    ro = dict(common, code="ours", load1_before=loadavg1())
-                    try:
-                        t, wall, vals, phi, E = run_ours(np, args, path, n, tol, reps, workdir)
-                        ep, eE = errors(np, phi[idx], E[idx], phi_ref, E_ref)
-                        ro.update(status="ok", time_s=t, wall_s=wall, points_per_s=n / t,
-                                  rel_l2_phi=ep, rel_rms_field=eE, energy=vals.get("energy"),
-                                  order=vals.get("order"), depth=vals.get("depth"),
-                                  cli_rel_l2_error_phi=vals.get("rel_l2_error_phi"),
-                                  cli_rel_rms_error_field=vals.get("rel_rms_error_field"))
-                        if r3.get("status") == "ok":
-                            ro["throughput_ratio_ours_over_fmm3d"] = r3["time_s"] / t
-                        log(f"  tol {tol:.0e} ours:  {t:.3f} s, {n / t / 1e6:.3f} Mpts/s, "
-                            f"err phi {ep:.2e}, err E {eE:.2e}, order {vals.get('order')}, "
-                            f"depth {vals.get('depth')}"
-                            + (f", ratio {ro['throughput_ratio_ours_over_fmm3d']:.2f}"
-                               if "throughput_ratio_ours_over_fmm3d" in ro else ""))
-                        del phi, E
-                    except Exception as e:
-                        failures += 1
-                        ro.update(status=f"error: {e}")
-                        log(f"  tol {tol:.0e} ours FAILED: {e}")
-                    rows.append(ro)
-                    # Write after every step so an interrupted sweep keeps what it measured.
-                    write_csv(os.path.join(args.outdir, base + ".csv"), rows)
-                if args.fmm3d_only:
-                    write_csv(os.path.join(args.outdir, base + ".csv"), rows)
-                del xyz, q
+                    pair = {}
+                    for code in CODES:
+                        if code == "ours" and args.fmm3d_only:
+                            continue
+                        r = dict(common, code=code, load1_before=loadavg()[0])
+                        runner = run_ours if code == "ours" else run_fmm3d
+                        try:
+                            v, phi, E = runner(np, args, path, n, tol, reps, workdir)
+                            ep, eE = errors(np, phi[idx], E[idx], phi_ref, E_ref)
+                            del phi, E
+                            r.update(status="ok", time_s=v["time_s"], wall_s=v["wall_s"],
+                                     cpu_per_wall=v["cpu_per_wall"], points_per_s=n / v["time_s"],
+                                     rel_l2_phi=ep, rel_rms_field=eE, energy=v.get("energy"),
+                                     order=v.get("order"), depth=v.get("depth"),
+                                     cli_rel_l2_error_phi=v.get("rel_l2_error_phi"),
+                                     cli_rel_rms_error_field=v.get("rel_rms_error_field"))
+                            extra = f", order {v.get('order')}, depth {v.get('depth')}" \
+                                if code == "ours" else ""
+                            log(f"  tol {tol:.0e} {code:5s}: {v['time_s']:.3f} s, err phi {ep:.2e}, "
+                                f"err E {eE:.2e}, CPU/wall {v['cpu_per_wall']:.2f}, "
+                                f"load {r['load1_before']:.2f}{extra}")
+                        except Exception as e:  # record and go on with the other runs
+                            failures += 1
+                            r.update(status=f"error: {e}")
+                            log(f"  tol {tol:.0e} {code} FAILED: {e}")
+                        pair[code] = r
+                        rows.append(r)
+                    o, f3 = pair.get("ours"), pair.get("fmm3d")
+                    if o and f3 and o["status"] == "ok" and f3["status"] == "ok":
+                        o["ratio_fmm3d_over_ours_same_tol"] = f3["time_s"] / o["time_s"]
+                        log(f"  tol {tol:.0e} FMM3D / ours: {o['ratio_fmm3d_over_ours_same_tol']:.2f}")
+                    # Written after every step so an interrupted sweep keeps what it measured.
+                    write_csv(base + ".csv", rows)
+                del q
     finally:
         if tmp_work and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    write_csv(os.path.join(args.outdir, base + ".csv"), rows)
-    write_md(os.path.join(args.outdir, base + ".md"), rows, meta, args.fmm3d_only)
+    meta["load average at end (1, 5, 15 min)"] = ", ".join(f"{v:.2f}" for v in loadavg())
+    add_equal_accuracy(rows)
+    write_csv(base + ".csv", rows)
+    write_md(base + ".md", rows, meta, args.fmm3d_only)
     if not args.no_plot:
-        write_png(os.path.join(args.outdir, base + ".png"), rows, meta, args.fmm3d_only)
-    log(f"wrote {os.path.join(args.outdir, base)}.{{csv,md{'' if args.no_plot else ',png'}}}"
+        write_png(base + ".png", rows, meta, args.threads, args.fmm3d_only)
+    log(f"wrote {base}.{{csv,md{'' if args.no_plot else ',png'}}}"
         + (f"; {failures} run(s) failed" if failures else ""))
     return 1 if failures else 0
 
