@@ -262,7 +262,9 @@ def point_set(np, args, dist, n, workdir):
             log(f"  wrote {path} ({time.perf_counter() - t:.1f} s)")
         return xyz, q, path
     if not os.path.exists(path):
-        cmd = [args.fmm, "generate", dist, "--n", str(n), "--seed", str(args.seed), "--out", path]
+        # water counts molecules of 3 atoms: N // 3 of them
+        count = ["--molecules", str(max(1, n // 3))] if dist == "water" else ["--n", str(n)]
+        cmd = [args.fmm, "generate", dist, *count, "--seed", str(args.seed), "--out", path]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             die(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")

@@ -122,6 +122,8 @@ int main(int argc, char **argv) {
     if (rc) return rc;
     double *pot = malloc((size_t)n * sizeof *pot), *grad = malloc(3 * (size_t)n * sizeof *grad);
     if (!pot || !grad) return fail("%s", "out of memory for the results");
+    FILE *f = out ? fopen(out, "wb") : NULL; /* opened first: a bad path fails before the FMM */
+    if (out && !f) return fail("cannot open %s for writing", out);
 
     printf("n %lld\neps %.17g\nthreads %d\n", (long long)n, eps, omp_get_max_threads());
     double best = INFINITY, best_cpu = 0.0;
@@ -145,9 +147,7 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < n; ++i) energy += 0.5 * q[i] * four_pi * pot[i];
     printf("time_s %.6f\ncpu_s %.6f\nenergy %.17g\n", best, best_cpu, energy);
 
-    if (out) {
-        FILE *f = fopen(out, "wb");
-        if (!f) return fail("cannot open %s for writing", out);
+    if (f) {
         int ok = 1;
         for (int64_t i = 0; i < n && ok; ++i) {
             double row[4] = {four_pi * pot[i], -four_pi * grad[3 * i], -four_pi * grad[3 * i + 1],
