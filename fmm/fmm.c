@@ -221,7 +221,11 @@ static int makeplan(const fmm_opts *opts, const double *box, const double *cellh
     P->leaf = opts->leaf_size > 0 ? opts->leaf_size : fmm_leaf_for_order(P->p);
     P->ncoef = harm_ncoef(P->p);
     size_t nn = (size_t)P->ncoef * P->ncoef;
-    if (m2l_operators_init(&P->ops, P->p) || init_child_translations(P)) {
+    /* a CPU tree forced to its root alone takes no M2L classes and no M2M or L2L */
+    const int below_root = opts->depth != 0 || opts->device == FMM_DEVICE_CUDA;
+    if ((below_root ? m2l_operators_init(&P->ops, P->p)
+                    : m2l_operators_init_sizes(&P->ops, P->p)) ||
+        (below_root && init_child_translations(P))) {
         fmm_destroy(P);
         return FMM_ERR_NOMEM;
     }

@@ -100,11 +100,10 @@ static void visit(trav *T, int t, int s) {
     }
 }
 
-/* an M2L pair with its operator's key (the absolute offset, core/panel.h's reflection flags) */
+/* an operator's key with its place among the keys of one build */
 typedef struct key_rec {
     long long key[3];
-    int t, s, k;
-    unsigned char f;
+    long id;
 } key_rec;
 
 static int cmp_key3(const long long *a, const long long *b) {
@@ -114,13 +113,13 @@ static int cmp_key3(const long long *a, const long long *b) {
 }
 
 static int cmp_keyrec(const void *pa, const void *pb) {
-    const key_rec *a = pa, *b = pb;
-    const int c = cmp_key3(a->key, b->key);
-    if (c) return c;
-    const int ka[3] = {a->t, a->s, a->k}, kb[3] = {b->t, b->s, b->k};
-    for (int i = 0; i < 3; ++i)
-        if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
-    return 0;
+    return cmp_key3(((const key_rec *)pa)->key, ((const key_rec *)pb)->key);
+}
+
+static unsigned long long hash3(const long long *k) {
+    unsigned long long h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 3; ++i) h = (h ^ (unsigned long long)k[i]) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
 }
 
 /* the index of key in C, or -1 */
@@ -156,7 +155,7 @@ static int cache_add(img_cache *C, const m2l_operators *ops, long nk, const long
         const int nq = (int)(nk - i0 < chunk ? nk - i0 : chunk);
         for (int i = 0; i < nq; ++i) {
             double d[3];
-            for (int a = 0; a < 3; ++a) d[a] = ldexp((double)nk3[3 * (i0 + i) + a], -IMG_KEY_BITS);
+            for (int a = 0; a < 3; ++a) d[a] = (double)nk3[3 * (i0 + i) + a] / IMG_KEY_SCALE;
             m2l_frame_along(d, Q + 9 * i);
             double *z = op[i0 + i] + 2 * (size_t)nrot;
             harm_m2l_zblocks(p, sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), z, z + nz);
@@ -232,7 +231,7 @@ void img_free(img_lists *L) {
     free(L->n), free(L->shift), free(L->m2l_t), free(L->m2l_s), free(L->m2l_k), free(L->m2l_f);
     free(L->ostart), free(L->opdata), free(L->tstart), free(L->tpair), free(L->p2l_start);
     free(L->p2l_s), free(L->p2l_k), free(L->near_start), free(L->near_s), free(L->near_k);
-    free(L->near_kind);
+    free(L->near_kind), free(L->buf);
     memset(L, 0, sizeof *L);
 }
 
@@ -240,55 +239,83 @@ void img_free(img_lists *L) {
  * it lacks them) */
 static int m2l_pairs(img_lists *L, const octree *t, const double *shift, long nm, const m2l_rec *m,
                      const m2l_operators *ops, img_cache *C) {
-    key_rec *r = malloc(sizeof(key_rec) * (size_t)(nm + 1));
+    long hn = 16;
+    while (hn < 2 * nm) hn *= 2;
+    long long *key = malloc(sizeof(long long) * 3 * (size_t)(nm + 1));
+    long *id = malloc(sizeof(long) * (size_t)(nm + 1)), *slot = malloc(sizeof(long) * (size_t)hn);
+    key_rec *u = malloc(sizeof(key_rec) * (size_t)(nm + 1));
     long long *nk3 = malloc(sizeof(long long) * 3 * (size_t)(nm + 1));
     L->nm2l = nm;
     L->m2l_t = malloc(sizeof(int) * (size_t)(nm + 1));
     L->m2l_s = malloc(sizeof(int) * (size_t)(nm + 1));
     L->m2l_k = malloc(sizeof(int) * (size_t)(nm + 1));
     L->m2l_f = malloc((size_t)nm + 1);
-    L->ostart = malloc(sizeof(long) * (size_t)(nm + 2));
+    L->ostart = calloc((size_t)nm + 2, sizeof(long));
     L->opdata = malloc(sizeof(double *) * (size_t)(nm + 1));
     L->tstart = calloc((size_t)t->nbox + 1, sizeof(long));
     L->tpair = malloc(sizeof(long) * (size_t)(nm + 1));
     long *pos = malloc(sizeof(long) * (size_t)(t->nbox + 1));
+    long *rank = malloc(sizeof(long) * (size_t)(nm + 1));
+    unsigned char *f = malloc((size_t)nm + 1);
     int rc = FMM_ERR_NOMEM;
-    if (!r || !nk3 || !L->m2l_t || !L->m2l_s || !L->m2l_k || !L->m2l_f || !L->ostart ||
-        !L->opdata || !L->tstart || !L->tpair || !pos)
+    if (!key || !id || !slot || !u || !nk3 || !L->m2l_t || !L->m2l_s || !L->m2l_k || !L->m2l_f ||
+        !L->ostart || !L->opdata || !L->tstart || !L->tpair || !pos || !rank || !f)
         goto done;
+    /* each pair's key (the absolute offset in box sides, in units of 2^-IMG_KEY_BITS) and
+       reflection flags; the distinct keys by a hash table, in the order first met */
+    for (long i = 0; i < hn; ++i) slot[i] = -1;
+    long nu = 0;
     for (long e = 0; e < nm; ++e) {
         const double h = t->side / (double)(1 << m[e].level);
-        r[e] = (key_rec){{0, 0, 0}, m[e].t, m[e].s, m[e].k, 0};
+        long long *k = key + 3 * e;
+        f[e] = 0;
         for (int a = 0; a < 3; ++a) {
             const double d = m[e].off[a] + shift[3 * m[e].k + a] / h;
-            r[e].key[a] = llround(ldexp(fabs(d), IMG_KEY_BITS));
-            r[e].f |= (unsigned char)((d < 0) << a);
+            k[a] = llround(fabs(d) * IMG_KEY_SCALE);
+            f[e] |= (unsigned char)((d < 0) << a);
         }
+        long i = (long)(hash3(k) & (unsigned long long)(hn - 1));
+        while (slot[i] >= 0 && cmp_key3(u[slot[i]].key, k)) i = (i + 1) & (hn - 1);
+        if (slot[i] < 0) {
+            slot[i] = nu;
+            memcpy(u[nu].key, k, sizeof u[nu].key), u[nu].id = nu, ++nu;
+        }
+        id[e] = slot[i];
     }
-    qsort(r, (size_t)nm, sizeof *r, cmp_keyrec);
-    /* the keys C lacks, then every pair's operator */
+    /* operators in key order (whatever order the traversal met them), each from C, which first
+       gains the keys it lacks */
+    qsort(u, (size_t)nu, sizeof *u, cmp_keyrec);
     long nk = 0;
-    for (long e = 0; e < nm; ++e)
-        if ((e == 0 || cmp_key3(r[e].key, r[e - 1].key)) && cache_find(C, r[e].key) < 0)
-            memcpy(nk3 + 3 * nk++, r[e].key, sizeof(long long) * 3);
+    for (long o = 0; o < nu; ++o)
+        if (cache_find(C, u[o].key) < 0) memcpy(nk3 + 3 * nk++, u[o].key, sizeof(long long) * 3);
     if (C->n) memset(C->used, 0, (size_t)C->n);
     if (nk && cache_add(C, ops, nk, nk3)) goto done;
-    for (long e = 0; e < nm; ++e) {
-        L->m2l_t[e] = r[e].t, L->m2l_s[e] = r[e].s, L->m2l_k[e] = r[e].k, L->m2l_f[e] = r[e].f;
-        if (e == 0 || cmp_key3(r[e].key, r[e - 1].key)) {
-            const long i = cache_find(C, r[e].key);
-            C->used[i] = 1;
-            L->ostart[L->nop] = e, L->opdata[L->nop++] = C->op[i];
-        }
-        L->tstart[r[e].t + 1]++;
+    L->nop = (int)nu;
+    for (long o = 0; o < nu; ++o) {
+        const long i = cache_find(C, u[o].key);
+        C->used[i] = 1, L->opdata[o] = C->op[i], rank[u[o].id] = o;
     }
-    L->ostart[L->nop] = nm;
+    /* the pairs by operator, in traversal order within one (a stable counting sort) */
+    for (long e = 0; e < nm; ++e) L->ostart[rank[id[e]] + 1]++;
+    for (long o = 0; o < nu; ++o) L->ostart[o + 1] += L->ostart[o];
+    for (long e = 0; e < nm; ++e) {
+        const long o = L->ostart[rank[id[e]]]++;
+        L->m2l_t[o] = m[e].t, L->m2l_s[o] = m[e].s, L->m2l_k[o] = m[e].k, L->m2l_f[o] = f[e];
+        L->tstart[m[e].t + 1]++;
+    }
+    for (long o = nu; o > 0; --o) L->ostart[o] = L->ostart[o - 1];
+    L->ostart[0] = 0;
+    /* the results of up to 2^21 doubles' worth of pairs at once, kept for every evaluation */
+    L->cap = (1L << 21) / ops->npad > PANEL_NB ? (1L << 21) / ops->npad : PANEL_NB;
+    L->cap = nm < L->cap ? nm : L->cap;
+    L->buf = aligned_alloc(64, sizeof(double) * (size_t)ops->npad * (size_t)(L->cap + PANEL_NB));
+    if (!L->buf) goto done;
     for (int b = 0; b < t->nbox; ++b) L->tstart[b + 1] += L->tstart[b];
     memcpy(pos, L->tstart, sizeof(long) * (size_t)(t->nbox + 1));
-    for (long e = 0; e < nm; ++e) L->tpair[pos[r[e].t]++] = e;
+    for (long e = 0; e < nm; ++e) L->tpair[pos[L->m2l_t[e]]++] = e;
     rc = 0;
 done:
-    free(r), free(nk3), free(pos);
+    free(key), free(id), free(slot), free(u), free(nk3), free(pos), free(rank), free(f);
     return rc;
 }
 
@@ -352,12 +379,6 @@ done:
 
 /* ---------------------------------------------------------------- evaluation */
 
-/* pairs whose M2L results are held at once: about 2^23 doubles */
-static long batch_pairs(int npad) {
-    const long b = (1L << 23) / npad;
-    return b > PANEL_NB ? b : PANEL_NB;
-}
-
 int img_to_local(const img_lists *L, const m2l_operators *ops, const octree *t, const double *q,
                  const double *W, double *U, double *fshift) {
     const int p = ops->p, np = ops->npad, nrot = ops->nrot, nz = ops->nz;
@@ -365,9 +386,9 @@ int img_to_local(const img_lists *L, const m2l_operators *ops, const octree *t, 
     long nitem = 0;
     for (int o = 0; o < L->nop; ++o)
         nitem += (L->ostart[o + 1] - L->ostart[o] + PANEL_NB - 1) / PANEL_NB;
-    const long cap = batch_pairs(np), nm = L->nm2l;
+    const long cap = L->cap, nm = L->nm2l;
     long *item = malloc(sizeof(long) * 2 * (size_t)(nitem + 1)); /* operator, first pair */
-    double *buf = aligned_alloc(64, sizeof(double) * (size_t)np * (size_t)(cap + PANEL_NB));
+    double *buf = L->buf;
     double *fp = fshift ? malloc(sizeof(double) * 3 * (size_t)(nm + 1)) : NULL; /* per pair */
     long *cur = malloc(sizeof(long) * (size_t)(t->nbox + 1));
     int fail = !item || !buf || !cur || (fshift && !fp);
@@ -431,7 +452,7 @@ int img_to_local(const img_lists *L, const m2l_operators *ops, const octree *t, 
     if (fp && !fail)
         for (long e = 0; e < nm; ++e)
             for (int a = 0; a < 3; ++a) fshift[3 * L->m2l_k[e] + a] += fp[3 * e + a];
-    free(item), free(buf), free(fp), free(cur);
+    free(item), free(fp), free(cur);
     if (fail) return FMM_ERR_NOMEM;
     const int nimg = L->nimg;
 

@@ -27,6 +27,7 @@ extern "C" {
  * entry's key is that offset's absolute value in units of 2^-IMG_KEY_BITS (the operator is built
  * for the key itself, so it does not depend on which pair brought it). */
 #define IMG_KEY_BITS 44
+#define IMG_KEY_SCALE 0x1p44 /* 2^IMG_KEY_BITS */
 
 typedef struct img_cache {
     long n;
@@ -47,6 +48,9 @@ typedef struct img_lists {
     int nop;
     long *ostart;
     const double **opdata;
+    /* scratch of the evaluation: the results of up to cap pairs (+ PANEL_NB), stride npad */
+    long cap;
+    double *buf;
     /* target-major CSR of the M2L pairs (pair indices, ascending per target box) */
     long *tstart, *tpair;
     /* P2L into box b: entries [p2l_start[b], p2l_start[b+1]) of (source leaf, image) */

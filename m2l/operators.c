@@ -17,7 +17,6 @@ static double reflection_sign(int f, int l, int m, int imag) {
     return s;
 }
 
-
 void m2l_frame_along(const double d[3], double Q[9]) {
     double r = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
     double z[3] = {d[0] / r, d[1] / r, d[2] / r}, a[3] = {1, 0, 0};
@@ -29,12 +28,14 @@ void m2l_frame_along(const double d[3], double Q[9]) {
     for (int i = 0; i < 3; ++i) Q[i] = x[i], Q[3 + i] = y[i], Q[6 + i] = z[i];
 }
 
-static int init_factored(m2l_operators *ops) {
+/* the sizes of the factored form, and with `classes` the 56 classes' operators */
+static int init_factored(m2l_operators *ops, int classes) {
     int p = ops->p;
     ops->nrot = (p + 1) * (2 * p + 1) * (2 * p + 3) / 3;
     ops->zoff = malloc(sizeof(int) * (p + 2));
     if (!ops->zoff) return FMM_ERR_NOMEM;
     ops->nz = panel_zsize(p, ops->zoff);
+    if (!classes) return 0;
     ops->rot_w = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nrot);
     ops->rot_u = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nrot);
     ops->zre = malloc(sizeof(double) * M2L_NCLASS * (size_t)ops->nz);
@@ -57,7 +58,7 @@ static int init_factored(m2l_operators *ops) {
     return fail ? FMM_ERR_NOMEM : 0;
 }
 
-int m2l_operators_init(m2l_operators *ops, int p) {
+static int init(m2l_operators *ops, int p, int classes) {
     memset(ops, 0, sizeof *ops);
     int n = harm_ncoef(p), npad = (n + 7) / 8 * 8;
     ops->p = p;
@@ -81,8 +82,9 @@ int m2l_operators_init(m2l_operators *ops, int p) {
     for (int z = 0; z <= 3; ++z)
         for (int y = 0; y <= 3; ++y)
             for (int x = 0; x <= 3; ++x)
-                if (x >= 2 || y >= 2 || z >= 2) ops->ref[c][0] = x, ops->ref[c][1] = y, ops->ref[c++][2] = z;
-    if (init_factored(ops)) {
+                if (x >= 2 || y >= 2 || z >= 2)
+                    ops->ref[c][0] = x, ops->ref[c][1] = y, ops->ref[c++][2] = z;
+    if (init_factored(ops, classes)) {
         m2l_operators_free(ops);
         return FMM_ERR_NOMEM;
     }
@@ -98,6 +100,14 @@ int m2l_operators_init(m2l_operators *ops, int p) {
                         ops->cls[o] = (signed char)k;
             }
     return 0;
+}
+
+int m2l_operators_init(m2l_operators *ops, int p) {
+    return init(ops, p, 1);
+}
+
+int m2l_operators_init_sizes(m2l_operators *ops, int p) {
+    return init(ops, p, 0);
 }
 
 void m2l_operators_free(m2l_operators *ops) {

@@ -44,6 +44,10 @@ typedef struct m2l_operators {
 
 /* Returns 0 or FMM_ERR_NOMEM. */
 int m2l_operators_init(m2l_operators *ops, int p);
+/* All but the classes' operators (rot_w, rot_u, zre and zim stay NULL): for a plan whose tree
+ * has no level below the root, where building them would be most of the plan's time at high
+ * orders. Returns 0 or FMM_ERR_NOMEM. */
+int m2l_operators_init_sizes(m2l_operators *ops, int p);
 
 /* An orthogonal Q (rows x', y', z') with Q d = |d| e_z: the frame of the factored form. */
 void m2l_frame_along(const double d[3], double Q[9]);
