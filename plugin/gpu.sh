@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# plugin/gpu.sh - on the device machine (NVIDIA H100/H200, no internet): build GROMACS 2022.5 with
-# CUDA and the FMM MDModule, then ns/day of the FMM on the GPU against PME on the GPU for SPC/E
+# plugin/gpu.sh - on the device machine (NVIDIA H100/H200, no internet): build GROMACS with CUDA
+# and the FMM (GROMACS=2022.5, the default: the FMM MDModule; GROMACS=main: the fmmlib backend of
+# GROMACS main's FMM module), then ns/day of the FMM on the GPU against PME on the GPU for SPC/E
 # boxes of ~24k, ~100k and ~1M atoms. Results under "$OUT/gromacs/".
 #
 # Run from the repository root, carrying the GROMACS source tarball and the two water tiles
 # (neither is in git):
 #   carry: build-gromacs/src/gromacs_2022.5.orig.tar.gz        (40 MB, from build-gromacs.sh or
-#                                                               `apt-get source --download-only gromacs`)
+#                                                               `apt-get source --download-only gromacs`;
+#                                                               GROMACS=main: build-gromacs/src/
+#                                                               gromacs-2027.0-dev-b1a82ec.tar.xz, 24 MB,
+#                                                               a copy of ../shared/gromacs/'s)
 #          systems/water/build/tile_nx16.gro                   (100k = 2x2x2 tiles)
 #          systems/water/build/tile_nx14.gro                   (1M = 5x5x5 tiles)
 #   command: bash plugin/gpu.sh
@@ -29,7 +33,8 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
 OUT=${OUT:-$REPO/build-gromacs/gpu-out}
 RES=${RES:-$OUT/gromacs}
-WORK=${WORK:-/tmp/fmm-gmx-gpu}
+GROMACS=${GROMACS:-2022.5}
+WORK=${WORK:-/tmp/fmm-gmx-gpu-$GROMACS}
 mkdir -p "$RES" "$WORK"
 FMM_TOL=${FMM_TOL:-1e-3}
 FMM_PRECISION=${FMM_PRECISION:-mixed}
@@ -40,22 +45,26 @@ log() { echo "== gpu.sh: $*" | tee -a "$RES/gpu.log"; }
 
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; date -u; git rev-parse --short HEAD; } \
     > "$RES/machine.txt" 2>&1
-TARBALL=$REPO/build-gromacs/src/gromacs_2022.5.orig.tar.gz
-[ -f "$TARBALL" ] || { log "missing $TARBALL (carry it)"; exit 1; }
+if [ "$GROMACS" = main ]; then
+    TARBALL=$REPO/build-gromacs/src/gromacs-2027.0-dev-b1a82ec.tar.xz
+else
+    TARBALL=$REPO/build-gromacs/src/gromacs_2022.5.orig.tar.gz
+fi
 
 # 1. build (no apt: the machine has no internet; ccache if present), unless GMX names a gmx built
 # before (an A/B of two builds: copy one's install folder aside, build the other)
 if [ -n "${GMX:-}" ]; then
     log "using $GMX"
 else
-    log "building GROMACS + FMM (CUDA)"
+    [ -f "$TARBALL" ] || { log "missing $TARBALL (carry it)"; exit 1; }
+    log "building GROMACS $GROMACS + FMM (CUDA)"
     t0=$(date +%s)
     # the device image has no FFTW3: GROMACS's bundled fftpack (PME itself runs on the GPU, cuFFT)
     [ -f /usr/include/fftw3.h ] || export GMX_FFT=fftpack
     if ! FMM_GMX_WORK=$WORK/build SKIP_APT=1 plugin/build-gromacs.sh "$WORK/gmx" --cuda --jobs "$NT" \
-            --tarball "$TARBALL" > "$RES/build.log" 2>&1; then
+            --gromacs "$GROMACS" --tarball "$TARBALL" > "$RES/build.log" 2>&1; then
         tail -40 "$RES/build.log"
-        cp "$WORK"/build/configure-cuda.log "$WORK"/build/make-cuda.log "$RES/" 2>/dev/null
+        cp "$WORK"/build/configure-*cuda.log "$WORK"/build/make-*cuda.log "$RES/" 2>/dev/null
         log "build failed"
         exit 1
     fi
@@ -88,11 +97,17 @@ run_one() { # run_one NAME KIND STEPS   (KIND: pme, fmm, fmm_cpuupdate: the FMM 
             # fmm_hostforces: GPU update, but the FMM's positions and forces through the host every step;
             # fmm_late: GPU update, the FMM started where GROMACS asks for the special forces, after the
             # nonbonded launch, instead of at the beginning of the step)
-    local name=$1 kind=$2 steps=$3 dir=$RES/$1_$2 flags mdp=${2%%_*}
+    local name=$1 kind=$2 steps=$3 dir=$RES/$1_$2 flags mdp=systems/gromacs/mdp/nve_${2%%_*}.mdp key=fmm-
     mkdir -p "$dir"
-    sed -e "s/^nsteps .*/nsteps                   = $steps/" -e "s/^fmm-tolerance .*/fmm-tolerance            = $FMM_TOL/" \
-        -e "s/^fmm-device .*/fmm-device               = cuda/" -e "s/^fmm-precision .*/fmm-precision = $FMM_PRECISION/" -e "s/^nstcalcenergy .*/nstcalcenergy            = 100/" \
-        "systems/gromacs/mdp/nve_$mdp.mdp" > "$dir/in.mdp"
+    # the FMM's mdp options: fmm-X (2022.5 module, its own mdp) or fmm-fmmlib-X (main)
+    if $GMX --version 2>/dev/null | grep -q '^GROMACS version: *2022'; then
+        [ "${2%%_*}" = fmm ] && mdp=systems/gromacs/mdp/gmx2022/nve_fmm.mdp
+    else
+        key=fmm-fmmlib-
+    fi
+    sed -e "s/^nsteps .*/nsteps                   = $steps/" -e "s/^${key}tolerance .*/${key}tolerance = $FMM_TOL/" \
+        -e "s/^${key}device .*/${key}device = cuda/" -e "s/^${key}precision .*/${key}precision = $FMM_PRECISION/" -e "s/^nstcalcenergy .*/nstcalcenergy            = 100/" \
+        "$mdp" > "$dir/in.mdp"
     if ! $GMX -quiet grompp -f "$dir/in.mdp" -c "$SYS/$name.gro" -p "$SYS/$name.top" -o "$dir/run.tpr" \
             -po "$dir/mdout.mdp" -maxwarn 1 > "$dir/grompp.log" 2>&1; then
         echo "$name,,$kind,$steps,,,,grompp failed" >> "$RES/gpu_nsday.csv"; return
@@ -144,7 +159,7 @@ for s in $SYSTEMS; do
 done
 
 {
-    echo "# GROMACS 2022.5 + FMM MDModule on the GPU: ns/day, PME (GPU) vs FMM (fmm-device = cuda, tolerance $FMM_TOL, precision $FMM_PRECISION)"
+    echo "# $($GMX --version 2>/dev/null | awk -F': *' '/^GROMACS version/ {print "GROMACS " $2; exit}') + FMM on the GPU: ns/day, PME (GPU) vs FMM (device cuda, tolerance $FMM_TOL, precision $FMM_PRECISION)"
     echo
     echo "Machine: $(head -1 "$RES/machine.txt"); $NT cores; commit $(git rev-parse --short HEAD); $(date -u +%Y-%m-%dT%H:%MZ)."
     echo "NVE, dt 2 fs, SETTLE, rc 1.0 nm, counters reset half-way; ms/step = 172.8 / (ns/day)."

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# nve.sh - one NVE run with PME or with the FMM module, its energy drift and speed.
+# nve.sh - one NVE run with PME or with the FMM, its energy drift and speed.
 #
 # Usage: bench/gromacs/nve.sh SYSTEM.gro SYSTEM.top OUTDIR pme|fmm [NSTEPS] [FMM_TOLERANCE]
 #
 # grompp -f systems/gromacs/mdp/nve_{pme,fmm}.mdp (identical but for the Coulomb lines; dt 2 fs,
 # SETTLE, rc 1.0 nm, energies every 100 steps), nsteps NSTEPS (default from the mdp: 50000 =
-# 100 ps), fmm-tolerance FMM_TOLERANCE (default 1e-3); mdrun -ntmpi 1 -ntomp $NT with the patched
-# GROMACS for both (same build, same SIMD). Then `gmx energy` (Total Energy, Conserved En.) and
+# 100 ps), FMM tolerance FMM_TOLERANCE (default 1e-3); mdrun -ntmpi 1 -ntomp $NT with the same
+# GROMACS for both (same build, same SIMD): main with the fmmlib backend, or 2022.5 with the FMM
+# MDModule (then mdp/gmx2022/nve_fmm.mdp). Then `gmx energy` (Total Energy, Conserved En.) and
 #   OUTDIR/result.txt   key value lines: atoms, ps, ns_per_day, drift_kj_mol_ns_atom (least-squares
 #                       slope of the total energy, from gmx energy's "Drift" over the run),
 #                       etot_mean, etot_rmsd, load average, date, commit
@@ -15,7 +16,7 @@
 # EXTRA_MDP (lines appended to the mdp, e.g. "verlet-buffer-tolerance = 1e-4"), NSTENERGY (energy
 # interval in steps instead of the mdp's 100), PIN (mdrun -pin, default auto).
 set -euo pipefail
-[ $# -ge 4 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 GRO=$(realpath "$1")
@@ -33,7 +34,13 @@ cd "$OUT"
 GMXDATA=$($GMX --version 2>/dev/null | awk -F': *' '/^Data prefix/ {print $2; exit}')
 export GMXLIB=${GMXDATA:-/usr}/share/gromacs/top
 
-sed "s/^fmm-tolerance .*/fmm-tolerance            = $TOL/" "$REPO/systems/gromacs/mdp/nve_$KIND.mdp" > nve_in.mdp
+MDP=$REPO/systems/gromacs/mdp/nve_$KIND.mdp
+TOL_KEY=fmm-fmmlib-tolerance
+if $GMX --version 2>/dev/null | grep -q '^GROMACS version: *2022'; then
+    [ "$KIND" = fmm ] && MDP=$REPO/systems/gromacs/mdp/gmx2022/nve_fmm.mdp
+    TOL_KEY=fmm-tolerance
+fi
+sed "s/^$TOL_KEY .*/$TOL_KEY = $TOL/" "$MDP" > nve_in.mdp
 [ -n "$NSTEPS" ] && sed -i "s/^nsteps .*/nsteps                   = $NSTEPS/" nve_in.mdp
 [ -n "${EXTRA_MDP:-}" ] && printf '%s\n' "$EXTRA_MDP" >> nve_in.mdp
 if [ -n "${NSTENERGY:-}" ]; then
@@ -66,7 +73,7 @@ ps=$(grep -v '^[#@]' etot.xvg | awk 'NR==1 {t0=$1} {t=$1} END {print t-t0}')
     echo "etot_total_drift_kj_mol $drift"
     awk -v d="$drift" -v ps="$ps" -v n="$natoms" 'BEGIN {printf "drift_kj_mol_ns_atom %.5f\n", d / (ps / 1000) / n}'
     echo "rlist_grompp $(awk '$1 == "rlist" {print $3; exit}' nve_mdout.mdp) mdrun: $(grep -m1 -o 'rlist from [0-9.]* to [0-9.]*' nve.log || echo unchanged)"
-    echo "fmm_log $(grep -m1 'FMM module:' nve.log || echo none)"
+    echo "fmm_log $(grep -m1 -E 'FMM module:|fmmlib:' nve.log || echo none)"
     echo "loadavg_before $load0 after $load1"
     echo "date $(date -u +%Y-%m-%dT%H:%MZ) host $(hostname) nt $NT"
     echo "commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"

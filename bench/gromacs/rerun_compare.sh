@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
-# rerun_compare.sh - one frame, the FMM module against a tight double-precision PME reference.
+# rerun_compare.sh - one frame, GROMACS with the FMM against a tight double-precision PME reference.
 #
 # Usage: bench/gromacs/rerun_compare.sh SYSTEM.gro SYSTEM.top OUTDIR [FMM_TOLERANCE]
 #
 #  reference: gmx_d (Debian, double precision) grompp -f systems/gromacs/mdp/rerun_pme_tight.mdp,
 #             mdrun -rerun SYSTEM.gro (forces into pme.trr);
-#  test:      $GMX (the patched GROMACS; default build-gromacs/install/bin/gmx) grompp -f
-#             systems/gromacs/mdp/rerun_fmm.mdp with fmm-tolerance FMM_TOLERANCE (default 1e-8),
+#  test:      $GMX (GROMACS main with the fmmlib backend, or 2022.5 with the FMM MDModule; default
+#             build-gromacs/install/bin/gmx) grompp -f systems/gromacs/mdp/rerun_fmm.mdp (2022.5:
+#             mdp/gmx2022/rerun_fmm.mdp) at the FMM tolerance FMM_TOLERANCE (default 1e-8),
 #             mdrun -ntmpi 1 -rerun SYSTEM.gro (fmm.trr).
-# Compares the Coulomb energy (reference: Coulomb (SR) + Coul. recip. + Coulomb-14; FMM module:
+# Compares the Coulomb energy (reference: Coulomb (SR) + Coul. recip. + Coulomb-14; FMM:
 # Coul. recip. + Coulomb-14 + Coulomb (SR), the last being zero) and LJ (SR) (a check that both
 # runs are otherwise identical) from `gmx_d energy -dp`, and the forces with compare_trr.py.
 # Writes OUTDIR/summary.txt (key value lines) and prints it; exit status 1 when energy
 # (1e-6 relative) or forces (1e-5 relative RMS) miss the targets and CHECK=1 (default 1).
 # Environment: GMX, GMX_D (default gmx_d), NT (threads, default 2), CHECK.
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 GRO=$(realpath "$1")
@@ -44,8 +45,14 @@ $GMX_D -quiet mdrun -nt "$NT" -s pme.tpr -rerun "$GRO" -deffnm pme > pme_mdrun.l
     || { tail -20 pme_mdrun.log; fail "gmx_d mdrun failed"; }
 t1=$(date +%s.%N)
 
-# FMM module
-sed "s/^fmm-tolerance .*/fmm-tolerance            = $TOL/" "$MDP/rerun_fmm.mdp" > fmm_in.mdp
+# FMM: GROMACS main's fmmlib backend, or the 2022.5 MDModule (its own mdp option names)
+FMM_MDP=$MDP/rerun_fmm.mdp
+TOL_KEY=fmm-fmmlib-tolerance
+if $GMX --version 2>/dev/null | grep -q '^GROMACS version: *2022'; then
+    FMM_MDP=$MDP/gmx2022/rerun_fmm.mdp
+    TOL_KEY=fmm-tolerance
+fi
+sed "s/^$TOL_KEY .*/$TOL_KEY = $TOL/" "$FMM_MDP" > fmm_in.mdp
 $GMX -quiet grompp -f fmm_in.mdp -c "$GRO" -p "$TOP" -o fmm.tpr -po fmm_mdout.mdp \
     > fmm_grompp.log 2>&1 || { tail -20 fmm_grompp.log; fail "FMM grompp failed"; }
 $GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -s fmm.tpr -rerun "$GRO" -deffnm fmm > fmm_mdrun.log 2>&1 \
@@ -72,7 +79,7 @@ read -r P_SR P_RECIP P_14 P_LJ < <(energies pme.edr)
 read -r F_SR F_RECIP F_14 F_LJ < <(energies fmm.edr)
 python3 "$HERE/compare_trr.py" pme.trr fmm.trr > forces.txt || fail "compare_trr.py failed"
 
-fmm_line=$(grep -m1 "FMM module:" fmm.log || true)
+fmm_line=$(grep -m1 -E "FMM module:|fmmlib:" fmm.log || true)
 rc=0
 python3 - "$P_SR" "$P_RECIP" "$P_14" "$P_LJ" "$F_SR" "$F_RECIP" "$F_14" "$F_LJ" "$CHECK" > summary.txt <<EOF || rc=$?
 import sys

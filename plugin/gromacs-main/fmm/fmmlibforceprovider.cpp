@@ -1,0 +1,294 @@
+/*
+ * This file is part of the GROMACS molecular simulation package.
+ *
+ * Copyright 2026- The GROMACS Authors
+ * and the project initiators Erik Lindahl, Berk Hess and David van der Spoel.
+ * Consult the AUTHORS/COPYING files and https://www.gromacs.org for details.
+ *
+ * GROMACS is free software; you can redistribute it and/or
+ * modify it under the terms of the GNU Lesser General Public License
+ * as published by the Free Software Foundation; either version 2.1
+ * of the License, or (at your option) any later version.
+ *
+ * GROMACS is distributed in the hope that it will be useful,
+ * but WITHOUT ANY WARRANTY; without even the implied warranty of
+ * MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the GNU
+ * Lesser General Public License for more details.
+ *
+ * You should have received a copy of the GNU Lesser General Public
+ * License along with GROMACS; if not, see
+ * https://www.gnu.org/licenses, or write to the Free Software Foundation,
+ * Inc., 51 Franklin Street, Fifth Floor, Boston, MA  02110-1301  USA.
+ *
+ * If you want to redistribute modifications to GROMACS, please
+ * consider that scientific software is very special. Version
+ * control is crucial - bugs must be traceable. We will be happy to
+ * consider code for inclusion in the official distribution, but
+ * derived work must not be called official GROMACS. Details are found
+ * in the README & COPYING files - if they are missing, get the
+ * official version at https://www.gromacs.org.
+ *
+ * To help us fund GROMACS development, we humbly ask that you cite
+ * the research papers on the package. Check out https://www.gromacs.org.
+ */
+
+/*! \internal \file
+ * \brief Implements the force provider of the fmmlib FMM backend.
+ *
+ * Units are GROMACS's (nm, e, kJ/mol); the library works in Gaussian units, so its field,
+ * energy and virial are multiplied by ONE_4PI_EPS0 / epsilon_r here.
+ */
+
+#include "gmxpre.h"
+
+#include "fmmlibforceprovider.h"
+
+#include "gromacs/math/units.h"
+#include "gromacs/mdlib/gmx_omp_nthreads.h"
+#include "gromacs/mdrunutility/mdmodulesnotifiers.h"
+#include "gromacs/mdtypes/enerdata.h"
+#include "gromacs/mdtypes/forceoutput.h"
+#include "gromacs/pbcutil/pbc.h"
+#include "gromacs/topology/ifunc.h"
+#include "gromacs/topology/topology.h"
+#include "gromacs/utility/exceptions.h"
+#include "gromacs/utility/logger.h"
+#include "gromacs/utility/mpicomm.h"
+#include "gromacs/utility/stringutil.h"
+
+#include "fmm.h"
+#include "fmmlibpreprocessing.h"
+
+namespace gmx
+{
+
+static_assert(c_fmmLibToleranceMin == FMM_TOL_MIN && c_fmmLibToleranceMax == FMM_TOL_MAX
+                      && c_fmmLibMixedToleranceMin == FMM_MIXED_TOL_MIN && c_fmmLibOrderMin == FMM_ORDER_MIN
+                      && c_fmmLibOrderMax == FMM_ORDER_MAX && c_fmmLibTreeDepthMax == FMM_DEPTH_MAX,
+              "The fmmlib option limits of fmmoptions.h must be those of fmm.h");
+
+namespace
+{
+
+//! The library's entry points in GROMACS's own precision
+//! \{
+int fmmSetpts(fmm_plan* plan, long n, const float* xyz)
+{
+    return fmm_setptsf(plan, n, xyz);
+}
+int fmmSetpts(fmm_plan* plan, long n, const double* xyz)
+{
+    return fmm_setpts(plan, n, xyz);
+}
+int fmmExecute(fmm_plan* plan, const float* q, float* field, double* energy, double* virial)
+{
+    return fmm_executef(plan, q, nullptr, field, energy, virial);
+}
+int fmmExecute(fmm_plan* plan, const double* q, double* field, double* energy, double* virial)
+{
+    return fmm_execute(plan, q, nullptr, field, energy, virial);
+}
+//! \}
+
+} // namespace
+
+FmmLibForceProvider::FmmLibForceProvider(const FmmLibOptions& options,
+                                         const gmx_mtop_t&    mtop,
+                                         PbcType              pbcType,
+                                         const MDLogger&      logger,
+                                         double               epsilonR) :
+    options_(options),
+    logger_(logger),
+    prefactor_(c_one4PiEps0 / options.resolvedEpsilonR(epsilonR)),
+    excludedPairs_(fmmLibExcludedPairs(mtop)),
+    numAtoms_(mtop.natoms),
+    numThreads_(gmx_omp_nthreads_get(ModuleMultiThread::Default))
+{
+    const matrix cube = { { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 } };
+    if (const std::optional<std::string> error = fmmLibUnsupportedBox(pbcType, cube))
+    {
+        GMX_THROW(InconsistentInputError(*error));
+    }
+}
+
+FmmLibForceProvider::~FmmLibForceProvider()
+{
+    fmm_destroy(plan_);
+}
+
+void FmmLibForceProvider::check(int rc, const char* what)
+{
+    if (rc != FMM_OK)
+    {
+        GMX_THROW(InconsistentInputError(
+                formatString("fmmlib: %s failed: %s (fmm status %d)", what, fmm_strerror(rc), rc)));
+    }
+}
+
+void FmmLibForceProvider::preparePlan(const ForceProviderInput& fInput)
+{
+    if (!fInput.mpiComm_.isSerial() || fInput.homenr_ != numAtoms_)
+    {
+        GMX_THROW(InconsistentInputError(
+                "fmm-backend = fmmlib runs on one rank only: start mdrun with -ntmpi 1 (OpenMP "
+                "threads: -ntomp)."));
+    }
+    if (const std::optional<std::string> error = fmmLibUnsupportedBox(PbcType::Xyz, fInput.box_))
+    {
+        GMX_THROW(InconsistentInputError(*error));
+    }
+    const real edge = fInput.box_[XX][XX];
+    if (plan_ != nullptr && edge == planEdge_)
+    {
+        return;
+    }
+    fmm_destroy(plan_);
+    plan_ = nullptr;
+    fmm_opts opts;
+    fmm_default_opts(&opts);
+    opts.tolerance = options_.tolerance;
+    opts.order     = options_.order;
+    opts.depth     = options_.treeDepth;
+    opts.periodic  = 1;
+    opts.boundary = options_.boundary == FmmLibBoundary::Vacuum ? FMM_BOUNDARY_VACUUM : FMM_BOUNDARY_TINFOIL;
+    opts.device         = options_.device == FmmLibDevice::Cuda ? FMM_DEVICE_CUDA : FMM_DEVICE_CPU;
+    opts.precision      = options_.precision == FmmLibPrecision::Mixed ? FMM_PRECISION_MIXED
+                                                                       : FMM_PRECISION_DOUBLE;
+    opts.threads        = numThreads_;
+    const double box[3] = { edge, edge, edge };
+    check(fmm_makeplan(&opts, box, &plan_), "fmm_makeplan");
+    exclusionsSent_ = false;
+    if (planEdge_ != 0)
+    {
+        GMX_LOG(logger_.info)
+                .asParagraph()
+                .appendText(
+                        "fmmlib: the box edge changed, the FMM plan is made anew at every change "
+                        "(pressure coupling makes such steps slower)");
+    }
+    planEdge_    = edge;
+    chargesSent_ = false;
+}
+
+void FmmLibForceProvider::atomsRedistributed(const MDModulesAtomsRedistributedSignal& signal)
+{
+    if (!signal.globalAtomIndices_.has_value())
+    {
+        return; // no domain decomposition: the atoms keep their global order
+    }
+    const ArrayRef<const int> globalIndices = signal.globalAtomIndices_.value();
+    if (static_cast<int>(signal.x_.size()) != numAtoms_)
+    {
+        GMX_THROW(InconsistentInputError(
+                "fmm-backend = fmmlib runs on one rank only: start mdrun with -ntmpi 1 (OpenMP "
+                "threads: -ntomp)."));
+    }
+    std::vector<int> localIndex(numAtoms_);
+    for (int i = 0; i < numAtoms_; i++)
+    {
+        localIndex[globalIndices[i]] = i;
+    }
+    localExcludedPairs_.resize(excludedPairs_.size());
+    for (size_t k = 0; k < excludedPairs_.size(); k++)
+    {
+        localExcludedPairs_[k] = localIndex[excludedPairs_[k]];
+    }
+    exclusionsSent_ = false;
+    chargesSent_    = false;
+}
+
+void FmmLibForceProvider::logPlan()
+{
+    if (planLogged_)
+    {
+        return;
+    }
+    fmm_info info;
+    if (fmm_get_info(plan_, &info) == FMM_OK)
+    {
+        GMX_LOG(logger_.info)
+                .asParagraph()
+                .appendTextFormatted(
+                        "fmmlib: %zu excluded pairs, box %.4f nm, %s, tolerance %g, order %d, tree "
+                        "depth %d (%s), %ld leaves, %d threads, Coulomb prefactor %g, boundary %s, "
+                        "precision %s",
+                        excludedPairs_.size() / 2,
+                        planEdge_,
+                        c_fmmLibDeviceNames[options_.device],
+                        options_.tolerance,
+                        info.order,
+                        info.depth,
+                        options_.treeDepth < 0 ? "adaptive" : "uniform",
+                        info.nleaves,
+                        numThreads_,
+                        prefactor_,
+                        c_fmmLibBoundaryNames[options_.boundary],
+                        c_fmmLibPrecisionNames[options_.precision]);
+    }
+    planLogged_ = true;
+}
+
+void FmmLibForceProvider::calculateForces(const ForceProviderInput& fInput, ForceProviderOutput* fOutput)
+{
+    preparePlan(fInput);
+    const int n = fInput.homenr_;
+    xyz_.resize(3 * static_cast<size_t>(n));
+    field_.resize(3 * static_cast<size_t>(n));
+#pragma omp parallel for num_threads(numThreads_) schedule(static)
+    for (int i = 0; i < n; i++)
+    {
+        for (int d = 0; d < DIM; d++)
+        {
+            xyz_[3 * i + d] = fInput.x_[i][d];
+        }
+    }
+    check(fmmSetpts(plan_, n, xyz_.data()), "fmm_setpts");
+    if (!exclusionsSent_)
+    {
+        const std::vector<int>& pairs = localExcludedPairs_.empty() ? excludedPairs_ : localExcludedPairs_;
+        check(fmm_set_exclusions(plan_, static_cast<long>(pairs.size() / 2), pairs.data()),
+              "fmm_set_exclusions");
+        exclusionsSent_ = true;
+    }
+
+    ForceWithVirial& forceWithVirial = fOutput->forceWithVirial_;
+    double           energy          = 0;
+    double           virial[9]       = { 0 };
+    // the charges go to the plan once; later calls reuse them (q = nullptr)
+    check(fmmExecute(plan_,
+                     chargesSent_ ? nullptr : fInput.chargeA_.data(),
+                     field_.data(),
+                     &energy,
+                     forceWithVirial.computeVirial_ ? virial : nullptr),
+          "fmm_execute");
+    chargesSent_ = true;
+    logPlan();
+
+    const ArrayRef<RVec>       f = forceWithVirial.force_;
+    const ArrayRef<const real> q = fInput.chargeA_;
+#pragma omp parallel for num_threads(numThreads_) schedule(static)
+    for (int i = 0; i < n; i++)
+    {
+        const double cq = prefactor_ * q[i];
+        for (int d = 0; d < DIM; d++)
+        {
+            f[i][d] += cq * field_[3 * i + d];
+        }
+    }
+    if (forceWithVirial.computeVirial_)
+    {
+        // GROMACS's virial is -1/2 sum x (x) f; the library's W_ab = -dU/d eps_ab
+        matrix vir;
+        for (int a = 0; a < DIM; a++)
+        {
+            for (int b = 0; b < DIM; b++)
+            {
+                vir[a][b] = -0.5 * prefactor_ * virial[3 * b + a];
+            }
+        }
+        forceWithVirial.addVirialContribution(vir);
+    }
+    fOutput->enerd_.term[InteractionFunction::CoulombReciprocalSpace] += prefactor_ * energy;
+}
+
+} // namespace gmx
