@@ -433,6 +433,33 @@ TEST(PeriodicCells, ExclusionsByTheMinimumImage) {
     EXPECT_LE(e.virial, 1e-5);
 }
 
+// The image M2L operators that a plan keeps across fmm_setpts calls (fmm/images.h): one plan given
+// sets of different sizes (trees of different depths, so operators gained and dropped) in turn
+// gives what a fresh plan gives for each set.
+TEST(PeriodicCells, OperatorsKeptAcrossSetpts) {
+    std::mt19937_64 g(test_seed());
+    const Cell h = dodecahedron(1.6);
+    std::vector<double> xyz[3], q[3];
+    const long n[3] = {200, 1500, 200};
+    for (int k = 0; k < 3; ++k) uniform(g, n[k], h, 0.0, xyz[k], q[k]);
+    fmm_plan *p = nullptr;
+    const fmm_opts o = opts(1e-4);
+    ASSERT_EQ(fmm_makeplan_cell(&o, h.data(), &p), FMM_OK);
+    for (int k = 0; k < 3; ++k) {
+        Out r, fresh;
+        r.phi.resize(n[k]), r.field.resize(3 * n[k]);
+        ASSERT_EQ(fmm_setpts(p, n[k], xyz[k].data()), FMM_OK);
+        ASSERT_EQ(fmm_execute(p, q[k].data(), r.phi.data(), r.field.data(), &r.energy, r.virial),
+                  FMM_OK);
+        ASSERT_EQ(run_fmm(xyz[k], q[k], h, o, fresh), FMM_OK);
+        const Err e = errors(r, fresh, q[k]);
+        std::printf("set %d (N %ld): phi %.2e field %.2e U %.2e W %.2e\n", k, n[k], e.phi, e.field,
+                    e.energy, e.virial);
+        EXPECT_LE(std::max(std::max(e.phi, e.field), std::max(e.energy, e.virial)), 1e-14);
+    }
+    fmm_destroy(p);
+}
+
 // Every bad cell is refused with FMM_ERR_BOX (FMM_ERR_ARG for NULL or a plan that is not
 // periodic), and the plan pointer is left NULL.
 TEST(PeriodicCells, BadCellsAreRefused) {
