@@ -21,8 +21,9 @@ const char *fmm_strerror(int status) {
         return "leaf size out of range [0 (automatic), 4096]";
     case FMM_ERR_BOX:
         return "box or cell not finite and positive, outside GROMACS's limits (rows a, b, c with "
-               "a_y = a_z = b_z = 0, |bx| and |cx| <= ax/2, |cy| <= by/2), or not the cube a "
-               "periodic FMM plan needs (given or required)";
+               "a_y = a_z = b_z = 0, |bx| and |cx| <= ax/2, |cy| <= by/2), missing where a "
+               "periodic plan needs one, or not a cube for a CUDA plan (which takes cubes only "
+               "for now)";
     case FMM_ERR_OUTSIDE:
         return "particle outside the box (open boundary)";
     case FMM_ERR_COINCIDENT:

@@ -1023,9 +1023,10 @@ static int periodic_virial_cpu(fmm_plan *P, double *Wout) {
     /* sum_i F_i = 0 (Ewald's forces), so sum F_i (x) Y_i may take Y about any point g. About the
        cell's centre its terms are |Y| / extent times larger than the sum, and lose as many digits
        where the charges fill a small part of a large cell: there (more than 2^16 of the
-       charges' extent away) g is their middle. Elsewhere g is the centre, as on the GPU
-       (fmm/fmm_cuda.cu), whose virial then agrees with this one to rounding: with the FMM's
-       truncation error sum_i F_i is not quite 0, and the two choices differ by (sum F) (x) g. */
+       charges' extent away) g is their middle, elsewhere the centre. The GPU makes the same
+       choice (fmm/fmm_cuda_outputs.cu, k_virial_far), so the two virials agree to rounding: with
+       the FMM's truncation error sum_i F_i is not quite 0, and the choices differ by (sum F) (x) g.
+     */
     double g[3], off = 0.0, ext = 0.0;
     for (int d = 0; d < 3; ++d) {
         double lo = xs[d][0], hi = xs[d][0];
