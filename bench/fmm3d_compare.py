@@ -154,15 +154,31 @@ def mem_total_gib():
     return "?"
 
 
+# Sources of the CPU library and the CLI: a modified file here may change what is measured.
+CPU_SOURCES = ("core/", "m2l/", "fmm/", "pbc/", "cli/", "include/", "bldtt/", "fgt/", "rbf/",
+               "systems/", "CMakeLists.txt", "cmake/")
+
+
 def git_rev():
+    """HEAD's short hash, and the tracked CPU-side sources modified in the work tree (which the
+    measured CLI may have been built with) by name."""
     try:
         rev = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True).stdout.strip()
-        return rev + ("-dirty" if dirty else "")
+        st = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                            capture_output=True, text=True).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    paths = [line[3:].split(" -> ")[-1] for line in st if len(line) > 3]
+    mine = [p for p in paths if p.startswith(CPU_SOURCES) and not p.endswith((".cu", ".cuh"))]
+    if mine:
+        return f"{rev} with modified {', '.join(mine)}"
+    return rev + (f" (work tree: {len(paths)} other tracked files modified)" if paths else "")
+
+
+def fmm_version(cli):
+    r = subprocess.run([cli, "--version"], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else "no --version"
 
 
 def loadavg():
@@ -587,7 +603,7 @@ def write_png(path, rows, meta, nthreads, fmm3d_only):
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7, loc="upper left")
     title = "FMM3D alone (test run)" if fmm3d_only else "This project vs FMM3D (FAST_KER=ON OMP=ON)"
-    fig.suptitle(f"{title} — {meta['machine']}, ours {meta['this project']}, "
+    fig.suptitle(f"{title} — {meta['machine']}, ours {meta['this project'].split()[0]}, "
                  f"FMM3D {meta['FMM3D commit'][:12]}, {meta['date']}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -637,9 +653,9 @@ def main():
         "python": platform.python_version(),
     }
     if not args.fmm3d_only:
-        meta["CLI"] = os.path.relpath(args.fmm, REPO) if args.fmm.startswith(REPO) else args.fmm
-    meta["FMM3D driver"] = os.path.relpath(args.fmm3d, REPO) \
-        if os.path.abspath(args.fmm3d).startswith(REPO) else args.fmm3d
+        built = datetime.datetime.fromtimestamp(os.path.getmtime(args.fmm), datetime.timezone.utc)
+        meta["CLI"] = f"{args.fmm} (built {built:%Y-%m-%d %H:%M UTC}; `{fmm_version(args.fmm)}`)"
+    meta["FMM3D driver"] = args.fmm3d
     log(f"{meta['machine']}, {args.threads} threads, FMM3D {meta['FMM3D commit'][:12]}, "
         f"load {meta['load average at start (1, 5, 15 min)']}, workdir {workdir}")
 
