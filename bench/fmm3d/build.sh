@@ -10,8 +10,8 @@
 #              JOBS          parallel make jobs (default 2).
 #
 # The library is built with `make lib FAST_KER=ON OMP=ON` and the makefile's default compilers and
-# flags (gcc, g++, gfortran; -O3 -march=native -funroll-loops): the build FMM3D's README recommends,
-# with the vectorised near-field kernels (vec-kernels/, SCTL) and OpenMP. gfortran and g++ come
+# flags (gcc, g++, gfortran; -O3 -march=native -funroll-loops): the "high-performance mode" of
+# FMM3D's docs/install.rst, with the vectorised near-field kernels (vec-kernels/, SCTL) and OpenMP. gfortran and g++ come
 # from Debian's packages (apt-get, as root) when missing. The script checks afterwards that the
 # library holds the vectorised kernels and OpenMP parallel regions and that the driver links both.
 set -euo pipefail
@@ -48,9 +48,10 @@ else
 fi
 
 # Build in a copy: the makefile writes its objects next to the sources. A copy from the same
-# source and commit is reused, so that a second run only relinks.
+# source and clean commit is reused, so that a second run only relinks.
 STAMP="$SRC $COMMIT"
-if [ "$COMMIT" = unknown ] || [ "$(cat "$PREFIX/src/.build_sh_source" 2>/dev/null)" != "$STAMP" ]; then
+if [ "$COMMIT" = unknown ] || [ "${COMMIT%-dirty}" != "$COMMIT" ] ||
+    [ "$(cat "$PREFIX/src/.build_sh_source" 2>/dev/null)" != "$STAMP" ]; then
     echo "build.sh: copying $SRC to $PREFIX/src" >&2
     rm -rf "$PREFIX/src"
     mkdir -p "$PREFIX/src"
@@ -106,7 +107,7 @@ grep -q ' T l3ddirectcg_cpp_$' <<<"$(nm "$PREFIX/bin/fmm3d_lfmm3d")" \
     echo "cxxflags $CXXFLAGS"
     echo "libs $LIBS"
     echo "compilers $(gfortran --version | head -1); $(g++ --version | head -1)"
-    echo "build_seconds $((t1 - t0))"
+    echo "make_seconds $((t1 - t0))"
     echo "built $(date -u '+%Y-%m-%d %H:%M UTC') on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
     echo "checks vectorised kernels (lapkernels_fast.o calling l3ddirectcg_cpp_ of vec-kernels, ${VECDIM:-?} doubles per vector) and OpenMP (GOMP_parallel) present"
 } >"$PREFIX/build_info.txt"
