@@ -30,6 +30,7 @@
 extern "C" {
 #include "pointsets.h"
 }
+#include "test_env.h"
 
 namespace {
 
@@ -941,13 +942,6 @@ TEST(Execute, OpenBoundaryVirial) {
 
 namespace {
 
-uint64_t fresh_seed(const char *what) {
-    const char *e = std::getenv("FMM_TEST_SEED");
-    uint64_t s = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
-    std::printf("%s: seed %llu (set FMM_TEST_SEED to repeat)\n", what, (unsigned long long)s);
-    return s;
-}
-
 // Three-site "molecules": atoms 3m+1 and 3m+2 within 0.02 of atom 3m, the three pairs of
 // each molecule excluded (listed in mixed orientations). Sites may stick out of [0,1]^3.
 std::vector<int> make_molecules(System &s, std::mt19937_64 &g) {
@@ -1089,7 +1083,7 @@ TEST(Execute, SinglePrecisionEntryPoints) {
 }
 
 TEST(Exclusions, OpenBoundaryAgainstDirectSum) {
-    std::mt19937_64 g(fresh_seed("Exclusions.OpenBoundaryAgainstDirectSum"));
+    std::mt19937_64 g(test_seed());
     System s = uniform(3000, g());
     const std::vector<int> pairs = make_molecules(s, g);
     const Out ref = direct(s);
@@ -1103,7 +1097,7 @@ TEST(Exclusions, OpenBoundaryAgainstDirectSum) {
 
 TEST(Exclusions, PeriodicMinimumImageAgainstEwald) {
     if (!periodic_available()) GTEST_SKIP() << "no periodic boundaries in this build";
-    std::mt19937_64 g(fresh_seed("Exclusions.PeriodicMinimumImageAgainstEwald"));
+    std::mt19937_64 g(test_seed());
     System s = uniform(1500, g());
     const std::vector<int> pairs = make_molecules(s, g);
     // 20 molecules across a face, one atom of each moved on by a whole period: their pairs'

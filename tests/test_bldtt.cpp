@@ -29,24 +29,6 @@ extern "C" {
 
 namespace {
 
-uint64_t base_seed() {
-    static const uint64_t seed = [] {
-        const char *env = std::getenv("FMM_TEST_SEED");
-        if (env && *env) return (uint64_t)std::strtoull(env, nullptr, 0);
-        std::random_device rd;
-        return ((uint64_t)rd() << 32) ^ (uint64_t)rd();
-    }();
-    return seed;
-}
-
-uint64_t test_seed(uint64_t offset) {
-    uint64_t s = base_seed() + offset;
-    std::cout << "seed " << base_seed() << " (this test: " << s
-              << "; replay with FMM_TEST_SEED=" << base_seed() << ")" << std::endl;
-    ::testing::Test::RecordProperty("seed", std::to_string(base_seed()));
-    return s;
-}
-
 enum Dist { UNIFORM, PLUMMER, GAUSSIAN, SPHERE };
 const char *dist_name(Dist d) {
     static const char *n[] = {"uniform", "plummer", "gaussian", "sphere"};

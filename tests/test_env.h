@@ -1,4 +1,7 @@
-// tests/test_env.h - what the test binaries take from the environment besides FMM_TEST_SEED.
+// tests/test_env.h - what the test binaries take from the environment.
+//
+// FMM_TEST_SEED=N replays a run: every run draws a fresh seed from std::random_device unless
+// it is set, and each test that takes a seed prints it and records it as the gtest property "seed".
 //
 // FMM_TEST_SANITIZE=1 (any value but empty or 0): the run is under compute-sanitizer
 // (tests/gpu_sanitize.sh), where the kernels run 10-100x slower. The GPU tests then take
@@ -8,8 +11,35 @@
 #ifndef FMM_TESTS_TEST_ENV_H
 #define FMM_TESTS_TEST_ENV_H
 
+#include <gtest/gtest.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+
+// The run's seed: FMM_TEST_SEED (decimal, or 0x hexadecimal) or a fresh 64-bit one.
+inline uint64_t test_base_seed() {
+    static const uint64_t seed = [] {
+        const char *env = std::getenv("FMM_TEST_SEED");
+        if (env && *env) return (uint64_t)std::strtoull(env, nullptr, 0);
+        std::random_device rd;
+        return ((uint64_t)rd() << 32) ^ (uint64_t)rd();
+    }();
+    return seed;
+}
+
+// The seed of one test: the run's seed plus the test's fixed offset (so that tests of one run
+// draw different sets), printed and recorded.
+inline uint64_t test_seed(uint64_t offset = 0) {
+    const uint64_t s = test_base_seed() + offset;
+    std::cout << "seed " << test_base_seed() << " (this test: " << s
+              << "; replay with FMM_TEST_SEED=" << test_base_seed() << ")" << std::endl;
+    ::testing::Test::RecordProperty("seed", std::to_string(test_base_seed()));
+    return s;
+}
 
 inline bool test_sanitize_mode() {
     static const bool on = [] {

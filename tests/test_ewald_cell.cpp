@@ -18,15 +18,9 @@ extern "C" {
 #include "pbc/cell.h"
 #include "pbc/ewald.h"
 }
+#include "test_env.h"
 
 namespace {
-
-uint64_t test_seed() {
-    const char *e = std::getenv("FMM_TEST_SEED");
-    uint64_t s = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
-    std::printf("seed %llu (set FMM_TEST_SEED to repeat)\n", (unsigned long long)s);
-    return s;
-}
 
 using Cell = std::array<double, 9>;
 

@@ -28,24 +28,6 @@ namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
-uint64_t base_seed() {
-    static const uint64_t seed = [] {
-        const char *env = std::getenv("FMM_TEST_SEED");
-        if (env && *env) return (uint64_t)std::strtoull(env, nullptr, 0);
-        std::random_device rd;
-        return ((uint64_t)rd() << 32) ^ (uint64_t)rd();
-    }();
-    return seed;
-}
-
-uint64_t test_seed(uint64_t offset) {
-    uint64_t s = base_seed() + offset;
-    std::cout << "seed " << base_seed() << " (this test: " << s
-              << "; replay with FMM_TEST_SEED=" << base_seed() << ")" << std::endl;
-    ::testing::Test::RecordProperty("seed", std::to_string(base_seed()));
-    return s;
-}
-
 enum Dist { UNIFORM, CLUSTERED };
 
 // n points in [0,1]^dim: uniform, or a few tight Gaussian clusters plus a uniform tail

@@ -14,13 +14,6 @@
 
 namespace {
 
-uint64_t test_seed() {
-    const char *e = std::getenv("FMM_TEST_SEED");
-    uint64_t s = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
-    std::cout << "seed " << s << " (set FMM_TEST_SEED to repeat)\n";
-    return s;
-}
-
 // n charges uniform in [0, L)^3, net charge `net` spread evenly
 void random_set(std::mt19937_64 &g, long n, double L, double net, std::vector<double> &xyz,
                 std::vector<double> &q) {

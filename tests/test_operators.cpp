@@ -18,6 +18,7 @@
 #include "m2l/m2l_cpu.h"
 #include "m2l/operators.h"
 #include "pbc/lattice.h"
+#include "test_env.h"
 
 namespace {
 
@@ -47,13 +48,6 @@ void direct(const Charges &s, double x, double y, double z, double out[4]) {
         out[2] += s.q[j] * dy / (r * r * r);
         out[3] += s.q[j] * dz / (r * r * r);
     }
-}
-
-uint64_t seed_from_env() {
-    const char *e = std::getenv("FMM_TEST_SEED");
-    uint64_t s = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
-    std::cout << "seed " << s << " (set FMM_TEST_SEED to repeat)\n";
-    return s;
 }
 
 std::vector<double> matvec(const std::vector<double> &A, const std::vector<double> &x) {
@@ -115,7 +109,7 @@ TEST(Harmonics, AdditionTheoremGivesInverseDistance) {
 
 // P2M + M2P and P2L + L2P against the direct sum; potential and field.
 TEST(Translations, P2M_M2P_and_P2L_L2P) {
-    std::mt19937_64 g(seed_from_env());
+    std::mt19937_64 g(test_seed());
     const int p = 18;
     const double c[3] = {0.5, 0.5, 0.5}, h = 1.0;
     Charges s = cluster(g, 40, c, 0.5);
@@ -138,7 +132,7 @@ TEST(Translations, P2M_M2P_and_P2L_L2P) {
 // unitary (coefficient of order m scaled by sqrt((l+m)!(l-m)!) for multipoles, by its inverse for
 // locals), against the largest scaled coefficient.
 TEST(Harmonics, RotationsMatchRotatedCharges) {
-    std::mt19937_64 g(seed_from_env());
+    std::mt19937_64 g(test_seed());
     std::normal_distribution<double> nd;
     std::vector<std::array<double, 9>> Qs = {{1, 0, 0, 0, 1, 0, 0, 0, 1},
                                              {0.6, -0.8, 0, 0.8, 0.6, 0, 0, 0, 1},
@@ -212,7 +206,7 @@ TEST(Harmonics, RotationsMatchRotatedCharges) {
 
 // M2M: the parent multipole from the eight children equals the P2M about the parent.
 TEST(Translations, M2MEqualsDirectMultipole) {
-    std::mt19937_64 g(seed_from_env());
+    std::mt19937_64 g(test_seed());
     const int p = 14, n = harm_ncoef(p);
     const double c[3] = {0, 0, 0};
     Charges s = cluster(g, 200, c, 0.5);
@@ -236,7 +230,7 @@ TEST(Translations, M2MEqualsDirectMultipole) {
 
 // M2L (dense, at every offset class) and L2L, evaluated with L2P, against the direct sum.
 TEST(Translations, M2L_L2L_against_direct) {
-    std::mt19937_64 g(seed_from_env());
+    std::mt19937_64 g(test_seed());
     const int p = 20, n = harm_ncoef(p);
     const double c[3] = {0, 0, 0};
     Charges s = cluster(g, 50, c, 0.5);
@@ -270,7 +264,7 @@ TEST(Translations, M2L_L2L_against_direct) {
 // sum over the charge pairs (within the M2L's truncation) and against the dense M2L matrix of
 // each image contracted by harm_local_force (to rounding).
 TEST(Translations, NearImageForcesMatchDirectSumAndDenseM2L) {
-    std::mt19937_64 g(seed_from_env());
+    std::mt19937_64 g(test_seed());
     const double L = 3.0, c[3] = {0.4, -0.2, 1.1};
     const Charges s = cluster(g, 60, c, 0.15 * L);
     double a = 0; // the charges' largest distance from the centre
@@ -349,7 +343,7 @@ TEST(M2LOperators, ReflectedReferencesMatchDense) {
 // The batched CPU M2L (symmetry classes, rotation-factored operators) equals the dense
 // operators applied one by one.
 TEST(M2LOperators, BatchedLevelMatchesDense) {
-    std::mt19937_64 g(seed_from_env());
+    std::mt19937_64 g(test_seed());
     std::uniform_real_distribution<double> u(0.0, 1.0);
     const long n = 4000;
     std::vector<double> xyz(3 * n);
@@ -407,7 +401,7 @@ static void check_coverage(const octree &t) {
 // for key widths of one digit or several, thread counts that do and do not divide n, and the
 // trivial sizes.
 TEST(RadixSort, StableAndSortedForAnyThreadCount) {
-    std::mt19937_64 g(seed_from_env());
+    std::mt19937_64 g(test_seed());
     for (int bits : {1, 11, 12, 33, 60})
         for (long n : {0L, 1L, 5L, 70000L, 300001L})
             for (int threads : {1, 2, 3}) {
@@ -427,7 +421,7 @@ TEST(RadixSort, StableAndSortedForAnyThreadCount) {
 }
 
 TEST(Octree, ListsCoverEverySourceOnce) {
-    std::mt19937_64 g(seed_from_env());
+    std::mt19937_64 g(test_seed());
     std::uniform_real_distribution<double> u(0.0, 1.0);
     const long n = 20000;
     std::vector<double> xyz(3 * n);
@@ -450,7 +444,7 @@ TEST(Octree, ListsCoverEverySourceOnce) {
 }
 
 TEST(Octree, PeriodicListsCoverThe27ImagesOnce) {
-    std::mt19937_64 g(seed_from_env());
+    std::mt19937_64 g(test_seed());
     std::uniform_real_distribution<double> u(0.0, 1.0);
     const long n = 5000;
     std::vector<double> xyz(3 * n);
@@ -476,7 +470,7 @@ TEST(Octree, RejectsCoincidentPoints) {
 // divide) against long double. A series one term short for the estimate's precision leaves
 // ~1e-13, so the bound of 4 ulp (r^2's own rounding is up to 1.5 ulp) tells.
 TEST(P2P, PairAccuracyAcrossScales) {
-    std::mt19937_64 g(seed_from_env());
+    std::mt19937_64 g(test_seed());
     std::uniform_real_distribution<double> u(-1.0, 1.0), dec(-18.0, 18.0);
     const double zero[3] = {0, 0, 0};
     double worst = 0, worst_f = 0;
@@ -504,7 +498,7 @@ TEST(P2P, PairAccuracyAcrossScales) {
 // extents beyond it (1e25) must give the same relative accuracy (with AVX-512 through the
 // exact path; the hardware square root of the other builds takes them directly).
 TEST(P2P, BlocksAtEveryScaleMatchLongDouble) {
-    std::mt19937_64 g(seed_from_env());
+    std::mt19937_64 g(test_seed());
     const double c[3] = {0.0, 0.0, 0.0};
     for (double scale : {1.0, 1e-25, 1e25, 3e-12})
         for (int ns : {1, 3, 4, 7, 8, 9, 31, 64}) {

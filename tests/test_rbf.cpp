@@ -30,24 +30,6 @@
 
 namespace {
 
-uint64_t base_seed() {
-    static const uint64_t seed = [] {
-        const char *env = std::getenv("FMM_TEST_SEED");
-        if (env && *env) return (uint64_t)std::strtoull(env, nullptr, 0);
-        std::random_device rd;
-        return ((uint64_t)rd() << 32) ^ (uint64_t)rd();
-    }();
-    return seed;
-}
-
-uint64_t test_seed(uint64_t offset) {
-    uint64_t s = base_seed() + offset;
-    std::cout << "seed " << base_seed() << " (this test: " << s << "; replay with FMM_TEST_SEED="
-              << base_seed() << ")" << std::endl;
-    ::testing::Test::RecordProperty("seed", std::to_string(base_seed()));
-    return s;
-}
-
 enum Set { RANDOM, CLUSTERED, SPHERE };
 
 std::vector<double> points(Set set, long n, uint64_t seed) {
