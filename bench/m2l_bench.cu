@@ -1,5 +1,5 @@
 /*
- * m2l-bench: the GPU M2L variants of m2l/m2l_gpu.h on dense tree levels, next to a memory-bound
+ * m2l-bench: the GPU M2L variants of m2l/m2l_gpu.h and m2l/bench/m2l_variants.h on dense tree levels, next to a memory-bound
  * and a compute-bound reference microkernel (Kohnke et al. 2021, Fig. 15). See docs/m2l-bench.md
  * and --help.
  */
@@ -17,6 +17,7 @@
 
 #include "core/harmonics.h"
 #include "fmm.h"
+#include "m2l/bench/m2l_variants.h"
 #include "m2l/m2l_gpu.h"
 #include "m2l/operators.h"
 
@@ -377,9 +378,7 @@ static int run_variant(int v, const m2l_gpu_ops *g, const plans &sp, const level
     case V_HALO:
         return m2l_gpu_halo_run(sp.halo, L.W, L.U, st);
     case V_TILED: return m2l_gpu_tiled(g, L.level, L.periodic, L.W, L.U, st);
-#ifdef M2L_TENSOR_PMAX
     case V_TENSOR: return m2l_gpu_tensor(g, L.level, L.periodic, L.W, L.U, st);
-#endif
     default: return FMM_ERR_ARG;
     }
 }
@@ -561,9 +560,13 @@ int main(int argc, char **argv) {
         const size_t dense_bytes = sizeof(double) * 343 * (size_t)nc * nc;
         const int want_dense = o.variant[V_NAIVE] && dense_bytes < fr / 4;
         m2l_gpu_ops g;
-        int rc = m2l_gpu_ops_init(&g, &ops, want_dense);
+        const char *step = "m2l_gpu_ops_init";
+        int rc = m2l_gpu_ops_init(&g, &ops);
+        if (rc == FMM_OK && want_dense) step = "m2l_gpu_naive_init", rc = m2l_gpu_naive_init(&g, &ops);
+        if (rc == FMM_OK) step = "m2l_gpu_variants_prepare", rc = m2l_gpu_variants_prepare(&g);
         if (rc) {
-            printf("%3d    m2l_gpu_ops_init: %s\n", p, fmm_strerror(rc));
+            m2l_gpu_ops_free(&g);
+            printf("%3d    %s: %s\n", p, step, fmm_strerror(rc));
             fails++;
             m2l_operators_free(&ops);
             if (rc == FMM_ERR_CUDA) dead = 1;
@@ -608,11 +611,7 @@ int main(int argc, char **argv) {
                     r.status = 3, r.note = "skipped: not in this build (FMM_CUDA_DYNAMIC=OFF)";
 #endif
                 } else if (v == V_TENSOR) {
-#ifdef M2L_TENSOR_PMAX
                     if (p > M2L_TENSOR_PMAX || g.cc < 80) r.status = 3, r.note = "skipped: p > 10 or no FP64 MMA";
-#else
-                    r.status = 3, r.note = "skipped: not in this build";
-#endif
                 }
                 if (v == V_SYMFLOAT && p > M2L_SYM_FLOAT_PMAX) r.status = 3, r.note = "skipped: p > 16 (float range)";
                 if (v == V_HALO && !m2l_gpu_halo_supported(p, D, g.cc))

@@ -3,7 +3,7 @@
 # pkg-config file fmm.pc. docs/install.md describes what a user gets.
 
 # The shared library is the static library's objects (compiled position-independent), linked
-# whole: one compilation for both, and a CUDA build's device code already linked inside libfmm.a.
+# whole: one compilation for both (a CUDA build's objects need no device link, CMakeLists.txt).
 if(FMM_SHARED AND CMAKE_VERSION VERSION_LESS 3.24)
   message(WARNING "fmm: the shared library needs CMake >= 3.24 ($<LINK_LIBRARY:WHOLE_ARCHIVE>); "
                   "building the static library only")
@@ -19,11 +19,7 @@ if(FMM_SHARED)
               $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   set_target_properties(fmm_shared PROPERTIES
     OUTPUT_NAME fmm EXPORT_NAME fmm_shared LINKER_LANGUAGE C
-    VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
-    CUDA_RESOLVE_DEVICE_SYMBOLS OFF)
-  if(FMM_HAVE_CUDA AND FMM_CUDA_DYNAMIC)
-    target_compile_definitions(fmm_shared INTERFACE FMM_M2L_DYNAMIC=1)
-  endif()
+    VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
   list(APPEND FMM_INSTALL_TARGETS fmm_shared)
 endif()
 
@@ -63,14 +59,14 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/fmmConfigVersion.cmake
 install(FILES ${CMAKE_BINARY_DIR}/fmmConfig.cmake ${CMAKE_BINARY_DIR}/fmmConfigVersion.cmake
         DESTINATION ${FMM_CMAKE_DIR})
 
-# fmm.pc: the link flags of fmm::fmm (OpenMP, libm; a CUDA build: the CUDA runtimes, libstdc++), usable with either
+# fmm.pc: the link flags of fmm::fmm (OpenMP, libm; a CUDA build: the CUDA runtime, libstdc++), usable with either
 # library; its prefix is found from the file's own place (${pcfiledir}), so that
 # `cmake --install --prefix` anywhere works.
 file(RELATIVE_PATH FMM_PC_UP /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
 string(REGEX REPLACE "/$" "" FMM_PC_UP "${FMM_PC_UP}")
 set(FMM_PC_LIBS "${OpenMP_C_FLAGS} -lm")
 if(FMM_HAVE_CUDA)
-  string(APPEND FMM_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcudadevrt -lstdc++")
+  string(APPEND FMM_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lstdc++")
 endif()
 configure_file(cmake/fmm.pc.in ${CMAKE_BINARY_DIR}/fmm.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/fmm.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

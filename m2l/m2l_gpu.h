@@ -9,19 +9,8 @@
  * depends only on its parity (ix & 1, iy & 1, iz & 1): offsets d_a in [-2 - b_a, 3 - b_a],
  * not all |d_a| <= 1.
  *
- * Variants (all write U = sum, overwriting; compare bench/m2l-bench):
- *   tiled      one block per tile of same-parity targets; for each offset the class operator,
- *              its output signs folded in, is staged in shared memory and applied to the
- *              gathered, input-signed source multipoles as a register-blocked GEMM; the sum
- *              over offsets stays in registers; on coarse levels the V list is split over
- *              several blocks per tile (atomic adds into U).
- *   tensor     the tiled scheme with the products on the FP64 tensor cores (mma.m8n8k4):
- *              every warp holds all 8-row output tiles of its 8-column tiles; p <= 10.
- *   naive      one thread per (target box, output coefficient), one flat loop over the V
- *              list and the input coefficients, the 316 dense operators read from memory
- *              (Kohnke et al. 2021, approach 1).
- *   dynamic    one parent thread per target box launches a child grid for its V list from
- *              the device (dynamic parallelism, approach 2).
+ * Variants in the library (all write U = sum, overwriting; compare bench/m2l-bench, which also
+ * runs the bench-only variants of m2l/bench/m2l_variants.h: tiled, tensor, naive, dynamic):
  *   halo       the symmetric algebra for a tile of 4 x 4 x 8 same-parity targets whose sources
  *              are staged in shared memory once (a halo of 12 x 12 x 20 boxes per 8 input
  *              coefficients), products on the tensor cores in TF32 with split operands; the
@@ -43,34 +32,22 @@ extern "C" {
 #endif
 
 #define M2L_GPU_PMAX 20
-#define M2L_TENSOR_PMAX 10
 #define M2L_VLIST 189
 
 typedef struct m2l_gpu_ops {
     int p, nc, nsm, cc; /* nsm: multiprocessors of the device, cc: its compute capability (90 = 9.0) */
     double *cls;  /* device [56][nc][nc], row-major, reference operators */
-    double *dense; /* device [343][nc][nc] every offset's operator (naive variant), or NULL */
+    double *dense; /* device [343][nc][nc] every offset's operator (the naive variant of
+                      m2l/bench/m2l_variants.h uploads it), or NULL */
     double *sign; /* device [8][nc] */
     int *vlist;   /* device [8 parities][189] packed offsets: (dx+3) | (dy+3)<<3 | (dz+3)<<6 | class<<9 | flag<<15 */
 } m2l_gpu_ops;
 
-/* Upload the operator set (dense: also the 316 dense operators, for the naive variant).
+/* Upload the operator set: the 56 class operators, the reflection signs and the V lists.
  * Returns FMM_OK, FMM_ERR_ORDER (p > M2L_GPU_PMAX), FMM_ERR_NOMEM or FMM_ERR_CUDA. */
-int m2l_gpu_ops_init(m2l_gpu_ops *g, const m2l_operators *ops, int dense);
+int m2l_gpu_ops_init(m2l_gpu_ops *g, const m2l_operators *ops);
 void m2l_gpu_ops_free(m2l_gpu_ops *g);
 
-/* U = M2L(W) on one level (level >= 1). Kernels are queued on `stream`. */
-int m2l_gpu_tiled(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
-                  cudaStream_t stream);
-int m2l_gpu_naive(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
-                  cudaStream_t stream);
-/* dynamic: the parent kernel (one thread per target box) launches its box's V-list grid from
- * the device; U is cleared first. level >= 1. FMM_ERR_CUDA also where device launches fail.
- * Built where FMM_M2L_DYNAMIC is defined (CMake FMM_CUDA_DYNAMIC, on by default). */
-#ifdef FMM_M2L_DYNAMIC
-int m2l_gpu_dynamic(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
-                    cudaStream_t stream);
-#endif
 /* symmetric: a plan per (operator set, level, boundary) holds the presorted lists, tables and
  * its 8 streams (m2l/m2l_symmetric.cu), created at stream priority `priority`; run queues
  * U = M2L(W) on `stream` (forking onto the plan's streams and joining back), so one plan serves
@@ -107,9 +84,6 @@ int m2l_gpu_halo_supported(int p, int level, int cc);
 int m2l_gpu_halo_plan(const m2l_gpu_ops *g, int level, int periodic, m2l_halo_plan **plan);
 int m2l_gpu_halo_run(const m2l_halo_plan *plan, const double *W, double *U, cudaStream_t stream);
 void m2l_gpu_halo_free(m2l_halo_plan *plan);
-/* tensor: p <= M2L_TENSOR_PMAX only */
-int m2l_gpu_tensor(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
-                   cudaStream_t stream);
 
 #ifdef __cplusplus
 }

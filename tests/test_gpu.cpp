@@ -26,13 +26,6 @@ bool no_gpu() { return fmm_cuda_device_count() < 1; }
 #define SKIP_WITHOUT_GPU() \
     if (no_gpu()) GTEST_SKIP() << "no CUDA device (or built without CUDA)"
 
-uint64_t test_seed() {
-    const char *e = std::getenv("FMM_TEST_SEED");
-    uint64_t s = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
-    std::cout << "seed " << s << " (set FMM_TEST_SEED to repeat)\n";
-    return s;
-}
-
 struct Out {
     std::vector<double> phi, field;
     double energy = 0, virial[9] = {0};
@@ -892,7 +885,7 @@ TEST(GpuM2L, HaloMatchesSymmetricDouble) {
         m2l_operators ops;
         ASSERT_EQ(m2l_operators_init(&ops, p), 0);
         m2l_gpu_ops g;
-        ASSERT_EQ(m2l_gpu_ops_init(&g, &ops, 0), FMM_OK);
+        ASSERT_EQ(m2l_gpu_ops_init(&g, &ops), FMM_OK);
         m2l_halo_plan *bad = nullptr;
         EXPECT_EQ(m2l_gpu_halo_plan(&g, 3, 1, &bad), FMM_ERR_ARG) << "level 3";
         for (int periodic : {1, 0}) {

@@ -1,7 +1,7 @@
 /*
- * GPU M2L by dynamic parallelism (Kohnke et al. 2021, approach 2; m2l/m2l_gpu.h): a parent
- * kernel with one thread per target box launches, from the device, a child grid for that box's
- * V list: DYN_CHUNKS blocks of 27 V-list entries each; in a block, warp w computes the output
+ * GPU M2L by dynamic parallelism (Kohnke et al. 2021, approach 2; m2l/bench/m2l_variants.h): a
+ * parent kernel with one thread per target box launches, from the device, a child grid for that
+ * box's V list: DYN_CHUNKS blocks of 27 V-list entries each; in a block, warp w computes the output
  * rows k = w, w + 8, ... with the lanes over the input coefficients (coalesced reads of the
  * class operator row and of the source multipole), reduced by shuffles and added atomically.
  * The operators are the 56 class operators with the reflection signs of each offset,
@@ -15,39 +15,30 @@
  */
 #include "core/cuda_status.cuh"
 #include "fmm.h"
-#include "m2l/m2l_gpu.h"
+#include "m2l/bench/m2l_variants.cuh"
+#include "m2l/bench/m2l_variants.h"
 
-
-#define DYN_CHUNKS 7  /* child blocks per target box: 189 = 7 x 27 V-list entries */
+#define DYN_CHUNKS 7   /* child blocks per target box: 189 = 7 x 27 V-list entries */
 #define DYN_BATCH 1024 /* target boxes per parent grid */
 
-/* source box of target (ix, iy, iz) at packed offset pk on a grid of side s; -1 if absent */
-__device__ __forceinline__ long dyn_source(int ix, int iy, int iz, int pk, int s, int periodic) {
-    int sx = ix + (pk & 7) - 3, sy = iy + (pk >> 3 & 7) - 3, sz = iz + (pk >> 6 & 7) - 3;
-    if (periodic) {
-        sx = (sx + 4 * s) % s, sy = (sy + 4 * s) % s, sz = (sz + 4 * s) % s;
-    } else if (sx < 0 || sy < 0 || sz < 0 || sx >= s || sy >= s || sz >= s) {
-        return -1;
-    }
-    return sx + (long)s * (sy + (long)s * sz);
-}
-
 __global__ void k_m2l_dyn_child(const double *__restrict__ cls, const double *__restrict__ sign,
-                                const int *__restrict__ vlist, int nc, int level, int periodic, long t,
-                                const double *__restrict__ W, double *__restrict__ U) {
-    const int s = 1 << level, ix = (int)(t % s), iy = (int)(t / s % s), iz = (int)(t / ((long)s * s));
+                                const int *__restrict__ vlist, int nc, int level, int periodic,
+                                long t, const double *__restrict__ W, double *__restrict__ U) {
+    const int s = 1 << level, ix = (int)(t % s), iy = (int)(t / s % s),
+              iz = (int)(t / ((long)s * s));
     const int parity = (ix & 1) | (iy & 1) << 1 | (iz & 1) << 2;
-    const int e0 = blockIdx.x * M2L_VLIST / gridDim.x, e1 = (blockIdx.x + 1) * M2L_VLIST / gridDim.x;
+    const int e0 = blockIdx.x * M2L_VLIST / gridDim.x,
+              e1 = (blockIdx.x + 1) * M2L_VLIST / gridDim.x;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
     const size_t nn = (size_t)nc * nc;
     for (int k = warp; k < nc; k += nw) {
         double acc = 0.0;
         for (int e = e0; e < e1; ++e) {
             const int pk = vlist[parity * M2L_VLIST + e];
-            const long sb = dyn_source(ix, iy, iz, pk, s, periodic);
+            const long sb = m2l_source_box(ix, iy, iz, pk, s, periodic);
             if (sb < 0) continue;
-            const double *T = cls + (pk >> 9 & 63) * nn + (size_t)k * nc, *sg = sign + (pk >> 15) * nc,
-                         *w = W + sb * nc;
+            const double *T = cls + (pk >> 9 & 63) * nn + (size_t)k * nc,
+                         *sg = sign + (pk >> 15) * nc, *w = W + sb * nc;
             double part = 0.0;
             for (int j = lane; j < nc; j += 32) part = fma(T[j], sg[j] * w[j], part);
             acc = fma(sg[k], part, acc);
@@ -59,24 +50,27 @@ __global__ void k_m2l_dyn_child(const double *__restrict__ cls, const double *__
 }
 
 __global__ void k_m2l_dyn_parent(const double *__restrict__ cls, const double *__restrict__ sign,
-                                 const int *__restrict__ vlist, int nc, int level, int periodic, long b0, long b1,
-                                 const double *__restrict__ W, double *__restrict__ U) {
+                                 const int *__restrict__ vlist, int nc, int level, int periodic,
+                                 long b0, long b1, const double *__restrict__ W,
+                                 double *__restrict__ U) {
     const long t = b0 + (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= b1) return;
-    k_m2l_dyn_child<<<DYN_CHUNKS, 256, 0, cudaStreamFireAndForget>>>(cls, sign, vlist, nc, level, periodic, t, W, U);
+    k_m2l_dyn_child<<<DYN_CHUNKS, 256, 0, cudaStreamFireAndForget>>>(cls, sign, vlist, nc, level,
+                                                                     periodic, t, W, U);
     if (cudaGetLastError() == cudaSuccess) return;
     /* the launch failed (e.g. the pending-launch buffer is full): sum the V list here */
-    const int s = 1 << level, ix = (int)(t % s), iy = (int)(t / s % s), iz = (int)(t / ((long)s * s));
+    const int s = 1 << level, ix = (int)(t % s), iy = (int)(t / s % s),
+              iz = (int)(t / ((long)s * s));
     const int parity = (ix & 1) | (iy & 1) << 1 | (iz & 1) << 2;
     const size_t nn = (size_t)nc * nc;
     for (int k = 0; k < nc; ++k) {
         double acc = 0.0;
         for (int e = 0; e < M2L_VLIST; ++e) {
             const int pk = vlist[parity * M2L_VLIST + e];
-            const long sb = dyn_source(ix, iy, iz, pk, s, periodic);
+            const long sb = m2l_source_box(ix, iy, iz, pk, s, periodic);
             if (sb < 0) continue;
-            const double *T = cls + (pk >> 9 & 63) * nn + (size_t)k * nc, *sg = sign + (pk >> 15) * nc,
-                         *w = W + sb * nc;
+            const double *T = cls + (pk >> 9 & 63) * nn + (size_t)k * nc,
+                         *sg = sign + (pk >> 15) * nc, *w = W + sb * nc;
             double part = 0.0;
             for (int j = 0; j < nc; ++j) part = fma(T[j], sg[j] * w[j], part);
             acc = fma(sg[k], part, acc);
@@ -85,16 +79,16 @@ __global__ void k_m2l_dyn_parent(const double *__restrict__ cls, const double *_
     }
 }
 
-extern "C" int m2l_gpu_dynamic(const m2l_gpu_ops *g, int level, int periodic, const double *W, double *U,
-                               cudaStream_t stream) {
-    if (!g || !g->cls || !g->sign || !g->vlist || !W || !U || level < 1 || level > 10) return FMM_ERR_ARG;
+extern "C" int m2l_gpu_dynamic(const m2l_gpu_ops *g, int level, int periodic, const double *W,
+                               double *U, cudaStream_t stream) {
+    if (!g || !g->cls || !g->sign || !g->vlist || !W || !U || level < 1 || level > 10)
+        return FMM_ERR_ARG;
     const long s = 1L << level, nbox = s * s * s;
     CU(cudaMemsetAsync(U, 0, sizeof(double) * g->nc * nbox, stream));
     for (long b0 = 0; b0 < nbox; b0 += DYN_BATCH) {
         const long b1 = b0 + DYN_BATCH < nbox ? b0 + DYN_BATCH : nbox;
-        k_m2l_dyn_parent<<<(unsigned)((b1 - b0 + 127) / 128), 128, 0, stream>>>(g->cls, g->sign, g->vlist, g->nc,
-                                                                                level, periodic ? 1 : 0, b0, b1,
-                                                                                W, U);
+        k_m2l_dyn_parent<<<(unsigned)((b1 - b0 + 127) / 128), 128, 0, stream>>>(
+            g->cls, g->sign, g->vlist, g->nc, level, periodic ? 1 : 0, b0, b1, W, U);
         CU(cudaGetLastError());
     }
     return FMM_OK;
