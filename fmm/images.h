@@ -3,10 +3,10 @@
  * an open octree over the cube around the brick [0,ax) x [0,by) x [0,cz), and each near image
  * n != 0 of the near set N interacts with the cell through a dual traversal of the tree against
  * its copy shifted by n h. A pair of boxes is well separated when r_t + r_s <= theta |d| (d the
- * centre offset with the shift, r the radius of the box clipped to the brick, theta = sqrt(3)/2:
- * the worst ratio of the cube's one-box rule); same-level pairs go through M2L at their exact
- * (arbitrary) offset, a leaf against a finer box through M2P or P2L, touching leaves through
- * P2P. Same-level M2L pairs with one offset form a class that shares one factored operator.
+ * centre offset with the shift, r the radius of the box clipped to the brick, theta =
+ * IMG_THETA); same-level pairs go through M2L at their exact (arbitrary) offset, a leaf against a
+ * finer box through M2P or P2L, touching leaves through P2P. Same-level M2L pairs whose offsets
+ * agree up to reflections share one factored operator (img_cache).
  */
 #ifndef FMM_IMAGES_H
 #define FMM_IMAGES_H
@@ -18,8 +18,14 @@
 extern "C" {
 #endif
 
-/* sqrt(3) / 2: the separation ratio of the cube tree's one-box rule */
-#define IMG_THETA 0.86602540378443864676
+/* The separation ratio, for the pairs of boxes and for the near set (images within 2 r / theta of
+ * the brick's radius r). The cube's one-box rule reaches sqrt(3)/2 only for its 6 face offsets
+ * (2,0,0); with shifts that are not whole boxes the geometric rule admits many pairs near that
+ * ratio, and cells of a few hundred charges (trees of depth 1) missed the tolerance by up to 4x
+ * at the order fmm/accuracy.c gives (tests/test_periodic_cells.cpp, SmallCellsAtTheTolerance).
+ * At 0.835 they stay below 0.4 of it, at no measurable cost for 3k and 24k charges
+ * (docs/periodic-cells.md section 9). */
+#define IMG_THETA 0.835
 
 /* The factored operators of the image M2L (docs/periodic-cells.md section 8), kept across tree
  * builds: an operator depends only on the offset in units of the level's box side, so pairs of

@@ -46,7 +46,7 @@ void pbc_cell_vector(const pbc_cell *cell, const int n[3], double R[3]);
 int pbc_cell_near_set(const pbc_cell *cell, double radius, int *n, int max);
 
 /* Half the brick's diagonal, sqrt(ax^2 + by^2 + cz^2) / 2: the radius of the root region about its
- * centre, from which the near set's radius 2 r / (sqrt(3) / 2) follows. */
+ * centre, from which the near set's radius 2 r / theta follows (fmm/images.h). */
 double pbc_cell_brick_radius(const pbc_cell *cell);
 
 /* The shortest nonzero lattice vector's length: at least min(ax, by, cz) (a vector with n_z != 0

@@ -293,6 +293,25 @@ TEST(PeriodicCells, SlowLadderTight) {
     all_systems({1e-6, 1e-7});
 }
 
+// Water with an anion in a 1.5 nm dodecahedron (238 charges: a tree of depth 1, where every image
+// pair meets at the top of the tree, the most at the separation ratio) at tolerance 1e-5: two
+// configurations of fixed generator seeds, which missed it by 4.2x and 3.4x with the cube's
+// ratio sqrt(3)/2 (fmm/images.h), and six fresh ones (about one in five missed it then).
+TEST(PeriodicCells, SmallCellsAtTheTolerance) {
+    const uint64_t fresh = test_seed();
+    for (int k = 0; k < 8; ++k) {
+        const uint64_t seed = k == 0 ? 20 : k == 1 ? 41 : fresh + k;
+        std::mt19937_64 g(seed);
+        const Cell h = dodecahedron(1.5);
+        std::vector<double> xyz, q;
+        water(g, h, xyz, q);
+        xyz.resize(xyz.size() - 6), q.resize(q.size() - 2), q.back() = -1.0;
+        char name[32];
+        std::snprintf(name, sizeof name, "seed %llu", (unsigned long long)seed);
+        ladder(name, h, xyz, q, FMM_BOUNDARY_TINFOIL, {1e-5});
+    }
+}
+
 // Rock salt (ions at the points of the simple cubic lattice of spacing 1, alternating charges):
 // the 2-ion rhombohedral primitive cell (the FCC basis (0,1,1), (1,0,1), (1,1,0) in GROMACS's form
 // by the Cholesky factor of its Gram matrix) and the 8-ion cube of edge 2 give the Madelung
