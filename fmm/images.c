@@ -360,10 +360,10 @@ int img_build(img_lists *L, const octree *t, const double brick[3], int nimg, co
     pp = malloc(sizeof(pair_rec) * (size_t)(np + 1));
     if (!m || !pl || !pp) goto done;
     nm = nl = np = 0;
-    for (int k = 1; k < nimg; ++k) {
-        memcpy(m + nm, r[k].m, sizeof(m2l_rec) * (size_t)r[k].nm), nm += r[k].nm;
-        memcpy(pl + nl, r[k].l, sizeof(pair_rec) * (size_t)r[k].nl), nl += r[k].nl;
-        memcpy(pp + np, r[k].p, sizeof(pair_rec) * (size_t)r[k].np), np += r[k].np;
+    for (int k = 1; k < nimg; ++k) { /* (an image without records of a kind has no array) */
+        if (r[k].nm) memcpy(m + nm, r[k].m, sizeof(m2l_rec) * (size_t)r[k].nm), nm += r[k].nm;
+        if (r[k].nl) memcpy(pl + nl, r[k].l, sizeof(pair_rec) * (size_t)r[k].nl), nl += r[k].nl;
+        if (r[k].np) memcpy(pp + np, r[k].p, sizeof(pair_rec) * (size_t)r[k].np), np += r[k].np;
     }
     if (m2l_pairs(L, t, shift, nm, m, ops, C) ||
         csr(nl, pl, nbox, &L->p2l_start, &L->p2l_s, &L->p2l_k, NULL) ||
