@@ -59,7 +59,7 @@ struct fmm_plan {
     long gpu_n;
     int gpu_depth;
     double gpu_lo[3], gpu_side;
-    /* a periodic cell other than a cube (fmm_makeplan_cell; docs/periodic-cells.md section 8):
+    /* a periodic cell other than a cube (fmm_makeplan_cell; docs/periodic-cells.md section 9):
        the tree is open over the cube around the brick, the near images n != 0 of img_n act
        through fmm/images.h, the others through `lattice`, the table of pbc/cell_table.h for the
        cell in units of its longest diagonal entry; vtab holds that table's strain derivatives */

@@ -1,5 +1,5 @@
 /*
- * The near images of a periodic cell of any shape (docs/periodic-cells.md section 8): the tree is
+ * The near images of a periodic cell of any shape (docs/periodic-cells.md section 9): the tree is
  * an open octree over the cube around the brick [0,ax) x [0,by) x [0,cz), and each near image
  * n != 0 of the near set N interacts with the cell through a dual traversal of the tree against
  * its copy shifted by n h. A pair of boxes is well separated when r_t + r_s <= theta |d| (d the
@@ -27,7 +27,7 @@ extern "C" {
  * (docs/periodic-cells.md section 9). */
 #define IMG_THETA 0.835
 
-/* The factored operators of the image M2L (docs/periodic-cells.md section 8), kept across tree
+/* The factored operators of the image M2L (docs/periodic-cells.md section 9), kept across tree
  * builds: an operator depends only on the offset in units of the level's box side, so pairs of
  * every level and image with one offset up to the reflections of core/panel.h share one. An
  * entry's key is that offset's absolute value in units of 2^-IMG_KEY_BITS (the operator is built

@@ -1,5 +1,5 @@
 // The periodic FMM in every cell GROMACS allows (fmm_makeplan_cell, docs/periodic-cells.md
-// section 8), against the Ewald sum of the same cell (fmm_ewald_cell) on fresh random inputs:
+// section 9), against the Ewald sum of the same cell (fmm_ewald_cell) on fresh random inputs:
 // the tolerance ladder for phi, E, U and every virial component in rectangular cells up to 1:1:3,
 // the rhombic dodecahedron, the truncated octahedron and random allowed cells, neutral and
 // charged, tin-foil and vacuum; physics checks that no tuning passes by accident (rock salt from
