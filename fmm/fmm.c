@@ -309,8 +309,14 @@ int fmm_makeplan_cell(const fmm_opts *opts, const double cell[9], fmm_plan **pla
     int rc = check_opts(opts);
     if (rc) return rc;
     if (!opts->periodic) return FMM_ERR_ARG;
+    /* the shape checked in units of a power of two near ax (exact), so that a cell at any
+     * finite scale passes (its volume may overflow; the plan works in such units too) */
+    int e = 0;
+    if (isfinite(cell[0]) && cell[0] > 0) frexp(cell[0], &e);
+    double hu[9];
+    for (int k = 0; k < 9; ++k) hu[k] = ldexp(cell[k], -e);
     pbc_cell c;
-    if (pbc_cell_init(&c, cell)) return FMM_ERR_BOX;
+    if (pbc_cell_init(&c, hu)) return FMM_ERR_BOX;
     const double diag[3] = {cell[0], cell[4], cell[8]};
     if (c.cube) return makeplan(opts, diag, NULL, plan);
     if (opts->device == FMM_DEVICE_CUDA) return FMM_ERR_BOX; /* CUDA plans take cubes for now */

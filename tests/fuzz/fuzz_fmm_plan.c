@@ -123,7 +123,10 @@ static int parse(const uint8_t *data, size_t size, problem *P) {
     unsigned flags2 = fuzz_u8(&b);
     P->want_phi = !(flags2 & 8), P->want_field = !(flags2 & 16), P->want_energy = !(flags2 & 32);
     for (int d = 0; d < 3; ++d) P->box[d] = ldexp(side, P->k);
-    if (flags2 & 1) P->box[1] = ldexp(side * 1.5, P->k); /* not cubic: refused when periodic */
+    /* open boundary: a box that is not a cube bounds the particles; periodic boxes stay cubes
+     * here (the periodic cells of fmm_makeplan_cell are not fuzzed yet: tests/fuzz/open/README.md)
+     */
+    if ((flags2 & 1) && !periodic) P->box[1] = ldexp(side * 1.5, P->k);
     unsigned pb[2 * MAX_PAIRS];
     for (int i = 0; i < 2 * MAX_PAIRS; ++i) pb[i] = fuzz_u8(&b);
 
@@ -500,7 +503,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                   ? FMM_ERR_ORDER
               : o->depth < -1 || o->depth > FMM_DEPTH_MAX       ? FMM_ERR_DEPTH
               : o->leaf_size < 0 || o->leaf_size > FMM_LEAF_MAX ? FMM_ERR_LEAF
-              : o->periodic && P.box[1] != P.box[0]             ? FMM_ERR_BOX
                                                                 : 0;
     if (rc != FMM_ERR_NOMEM)
         FUZZ_CHECK(bad ? rc != FMM_OK : 1, "fmm_makeplan accepted bad options (expected %d)", bad);
