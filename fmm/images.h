@@ -23,8 +23,8 @@ extern "C" {
  * (2,0,0); with shifts that are not whole boxes the geometric rule admits many pairs near that
  * ratio, and cells of a few hundred charges (trees of depth 1) missed the tolerance by up to 4x
  * at the order fmm/accuracy.c gives (tests/test_periodic_cells.cpp, SmallCellsAtTheTolerance).
- * At 0.835 they stay below 0.4 of it, at no measurable cost for 3k and 24k charges
- * (docs/periodic-cells.md section 9). */
+ * At 0.835 they stay below 0.4 of it; the times at 3k and 24k charges moved by less than the
+ * noise (docs/periodic-cells.md section 9). */
 #define IMG_THETA 0.835
 
 /* The factored operators of the image M2L (docs/periodic-cells.md section 9), kept across tree
