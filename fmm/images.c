@@ -67,7 +67,18 @@ static void visit(trav *T, int t, int s) {
     const double rs = T->radius[t] + T->radius[s];
     const int lt = oct_is_leaf(A), ls = oct_is_leaf(B);
     recs *r = T->r;
-    if (rs * rs <= IMG_THETA * IMG_THETA * d2) {
+    int sep = rs * rs <= IMG_THETA * IMG_THETA * d2;
+    if (!sep && A->level == B->level && rs * rs <= 0.75 * d2) {
+        /* an offset of whole boxes: the cube's one-box rule, ratio sqrt(3)/2 (fmm/images.h) */
+        const double h = T->t->side / (double)(1 << A->level);
+        int whole = 1;
+        for (int a = 0; a < 3; ++a) {
+            const double v = (B->c[a] + T->R[a] - A->c[a]) / h;
+            whole &= fabs(v - round(v)) < 1e-9;
+        }
+        sep = whole;
+    }
+    if (sep) {
         if (A->level == B->level) {
             GROW(r->m, r->nm, r->cm, r->fail);
             if (r->fail) return;

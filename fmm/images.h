@@ -24,7 +24,8 @@ extern "C" {
  * ratio, and cells of a few hundred charges (trees of depth 1) missed the tolerance by up to 4x
  * at the order fmm/accuracy.c gives (tests/test_periodic_cells.cpp, SmallCellsAtTheTolerance).
  * At 0.835 they stay below 0.4 of it; the times at 3k and 24k charges moved by less than the
- * noise (docs/periodic-cells.md section 9). */
+ * noise (docs/periodic-cells.md section 9). Same-level pairs whose offset is whole boxes keep
+ * the cube's rule (sqrt(3)/2), as the error table was measured with it. */
 #define IMG_THETA 0.835
 
 /* The factored operators of the image M2L (docs/periodic-cells.md section 9), kept across tree
