@@ -24,8 +24,8 @@
 # SKIP_APT=1 (no apt-get: machines without internet), GMX_FFT (default fftw3; fftpack, bundled with
 # GROMACS, where FFTW3 is not installed: enough when PME runs on the GPU with cuFFT), CUDA_SM
 # (default 90), FMM_NATIVE (ON/OFF, default ON: libfmm with -march=native, as it runs where it is
-# built), GMX_SIMD_KERNELS (main: ON/OFF, default ON; OFF leaves out GROMACS's 216 SIMD pair
-# kernels, the plain-C ones compute LJ: a cold build about half as long, for CI).
+# built), GMX_SIMD_KERNELS (main: ON/OFF, default ON; OFF leaves out GROMACS's SIMD pair kernels,
+# 216 of libgromacs's ~850 files and the slowest to compile; plain-C kernels compute LJ: for CI).
 set -euo pipefail
 
 usage() {
