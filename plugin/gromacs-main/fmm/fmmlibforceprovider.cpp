@@ -43,6 +43,8 @@
 
 #include "fmmlibforceprovider.h"
 
+#include <array>
+
 #include "gromacs/math/units.h"
 #include "gromacs/mdlib/gmx_omp_nthreads.h"
 #include "gromacs/mdrunutility/mdmodulesnotifiers.h"
@@ -104,8 +106,7 @@ FmmLibForceProvider::FmmLibForceProvider(const FmmLibOptions& options,
     numAtoms_(mtop.natoms),
     numThreads_(gmx_omp_nthreads_get(ModuleMultiThread::Default))
 {
-    const matrix cube = { { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 } };
-    if (const std::optional<std::string> error = fmmLibUnsupportedBox(pbcType, cube))
+    if (const std::optional<std::string> error = fmmLibUnsupportedPbc(pbcType))
     {
         GMX_THROW(InconsistentInputError(*error));
     }
@@ -133,12 +134,17 @@ void FmmLibForceProvider::preparePlan(const ForceProviderInput& fInput)
                 "fmm-backend = fmmlib runs on one rank only: start mdrun with -ntmpi 1 (OpenMP "
                 "threads: -ntomp)."));
     }
-    if (const std::optional<std::string> error = fmmLibUnsupportedBox(PbcType::Xyz, fInput.box_))
+    // the cell's rows a, b, c, as fmm_makeplan_cell takes them; the library decides whether it
+    // takes the cell (FMM_ERR_BOX with its reason otherwise)
+    std::array<double, 9> cell;
+    for (int a = 0; a < DIM; a++)
     {
-        GMX_THROW(InconsistentInputError(*error));
+        for (int d = 0; d < DIM; d++)
+        {
+            cell[DIM * a + d] = fInput.box_[a][d];
+        }
     }
-    const real edge = fInput.box_[XX][XX];
-    if (plan_ != nullptr && edge == planEdge_)
+    if (plan_ != nullptr && cell == planCell_)
     {
         return;
     }
@@ -151,22 +157,21 @@ void FmmLibForceProvider::preparePlan(const ForceProviderInput& fInput)
     opts.depth     = options_.treeDepth;
     opts.periodic  = 1;
     opts.boundary = options_.boundary == FmmLibBoundary::Vacuum ? FMM_BOUNDARY_VACUUM : FMM_BOUNDARY_TINFOIL;
-    opts.device         = options_.device == FmmLibDevice::Cuda ? FMM_DEVICE_CUDA : FMM_DEVICE_CPU;
-    opts.precision      = options_.precision == FmmLibPrecision::Mixed ? FMM_PRECISION_MIXED
-                                                                       : FMM_PRECISION_DOUBLE;
-    opts.threads        = numThreads_;
-    const double box[3] = { edge, edge, edge };
-    check(fmm_makeplan(&opts, box, &plan_), "fmm_makeplan");
+    opts.device    = options_.device == FmmLibDevice::Cuda ? FMM_DEVICE_CUDA : FMM_DEVICE_CPU;
+    opts.precision = options_.precision == FmmLibPrecision::Mixed ? FMM_PRECISION_MIXED
+                                                                  : FMM_PRECISION_DOUBLE;
+    opts.threads   = numThreads_;
+    check(fmm_makeplan_cell(&opts, cell.data(), &plan_), "fmm_makeplan_cell");
     exclusionsSent_ = false;
-    if (planEdge_ != 0)
+    if (planCell_[0] != 0)
     {
         GMX_LOG(logger_.info)
                 .asParagraph()
                 .appendText(
-                        "fmmlib: the box edge changed, the FMM plan is made anew at every change "
+                        "fmmlib: the box changed, the FMM plan is made anew at every change "
                         "(pressure coupling makes such steps slower)");
     }
-    planEdge_    = edge;
+    planCell_    = cell;
     chargesSent_ = false;
 }
 
@@ -209,11 +214,14 @@ void FmmLibForceProvider::logPlan()
         GMX_LOG(logger_.info)
                 .asParagraph()
                 .appendTextFormatted(
-                        "fmmlib: %zu excluded pairs, box %.4f nm, %s, tolerance %g, order %d, tree "
+                        "fmmlib: %zu excluded pairs, box %.4f %.4f %.4f nm, %s, tolerance %g, "
+                        "order %d, tree "
                         "depth %d (%s), %ld leaves, %d threads, Coulomb prefactor %g, boundary %s, "
                         "precision %s",
                         excludedPairs_.size() / 2,
-                        planEdge_,
+                        planCell_[0],
+                        planCell_[4],
+                        planCell_[8],
                         c_fmmLibDeviceNames[options_.device],
                         options_.tolerance,
                         info.order,

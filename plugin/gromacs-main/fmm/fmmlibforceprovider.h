@@ -43,6 +43,7 @@
 #ifndef GMX_FMM_FMMLIBFORCEPROVIDER_H
 #define GMX_FMM_FMMLIBFORCEPROVIDER_H
 
+#include <array>
 #include <vector>
 
 #include "fmmforceprovider.h"
@@ -108,8 +109,9 @@ private:
     const int numAtoms_;
     //! OpenMP threads of the library and of the loops here
     const int numThreads_;
-    fmm_plan* plan_     = nullptr;
-    real      planEdge_ = 0;
+    fmm_plan* plan_ = nullptr;
+    //! The cell of the plan, rows a, b, c
+    std::array<double, 9> planCell_ = {};
     //! The plan keeps the charges of its first evaluation
     bool chargesSent_ = false;
     bool planLogged_  = false;

@@ -50,27 +50,14 @@
 namespace gmx
 {
 
-std::optional<std::string> fmmLibUnsupportedBox(PbcType pbcType, const matrix box)
+std::optional<std::string> fmmLibUnsupportedPbc(PbcType pbcType)
 {
+    // every cell that GROMACS allows is one the library takes (fmm_makeplan_cell; on the GPU,
+    // cubes only: fmm_makeplan_cell says so at mdrun)
     if (pbcType != PbcType::Xyz)
     {
         return formatString("fmm-backend = fmmlib needs pbc = xyz, not pbc = %s.",
                             c_pbcTypeNames[pbcType].c_str());
-    }
-    if (box[YY][XX] != 0 || box[ZZ][XX] != 0 || box[ZZ][YY] != 0)
-    {
-        return std::string(
-                "fmm-backend = fmmlib does not support triclinic boxes (the periodic FMM needs a "
-                "cubic box).");
-    }
-    if (box[YY][YY] != box[XX][XX] || box[ZZ][ZZ] != box[XX][XX])
-    {
-        return formatString(
-                "fmm-backend = fmmlib needs a cubic box; this one is %g x %g x %g nm (with "
-                "pressure coupling, only isotropic coupling keeps it cubic).",
-                box[XX][XX],
-                box[YY][YY],
-                box[ZZ][ZZ]);
     }
     return std::nullopt;
 }

@@ -45,7 +45,6 @@
 #include <string>
 #include <vector>
 
-#include "gromacs/utility/vectypes.h"
 
 struct gmx_mtop_t;
 enum class PbcType : int;
@@ -53,12 +52,13 @@ enum class PbcType : int;
 namespace gmx
 {
 
-/*! \brief Why fmmlib cannot simulate this periodic boundary and box, or nothing when it can.
+/*! \brief Why fmmlib cannot simulate this periodic boundary, or nothing when it can.
  *
- * The one place that decides which boxes the backend takes (grompp and mdrun both ask):
- * the periodic FMM of the library needs pbc = xyz and a cubic box.
+ * The one place that decides which boxes the backend takes at grompp: the periodic FMM of
+ * the library needs pbc = xyz and takes every cell GROMACS allows (fmm_makeplan_cell, which
+ * refuses at mdrun what its device cannot do).
  */
-std::optional<std::string> fmmLibUnsupportedBox(PbcType pbcType, const matrix box);
+std::optional<std::string> fmmLibUnsupportedPbc(PbcType pbcType);
 
 /*! \brief Why fmmlib cannot simulate this topology, or nothing when it can.
  *
