@@ -24,7 +24,7 @@
 # script before (a warm device machine), the earlier call's lines are kept and the new ones added,
 # so a run split over two calls ends in one results file. Exit status: the number of runs that did
 # not pass (or were not run).
-# Environment: OUT (default /tmp/fmm-sanitize), TOOLS (default "memcheck racecheck initcheck
+# Environment: OUT (default /tmp/fmm-sanitize), TOOLS (empty: the plain run only; default "memcheck racecheck initcheck
 # synccheck"), PLAIN (1: the plain run first; default 1), SKIP_BUILD=1 (reuse build-gpu-san), JOBS
 # (build, default nproc), PAR (default 3), SHARDS (default 3), SANITIZER_TIMEOUT (default 480),
 # BUDGET (default 520).
@@ -32,7 +32,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 100
 T0=$(date +%s)
 OUT=${OUT:-/tmp/fmm-sanitize}
-TOOLS=${TOOLS:-memcheck racecheck initcheck synccheck}
+TOOLS=${TOOLS-memcheck racecheck initcheck synccheck}
 PLAIN=${PLAIN:-1}
 JOBS=${JOBS:-$(nproc)}
 PAR=${PAR:-3}
