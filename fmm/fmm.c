@@ -176,13 +176,13 @@ static int unit_cell(const fmm_plan *P, pbc_cell *cu) {
     return pbc_cell_init(cu, hu) ? FMM_ERR_BOX : FMM_OK;
 }
 
-/* A cell plan's near set N (n = 0 first: the images within 2 r / theta of the brick's radius r,
- * docs/periodic-cells.md section 6) and the far table for the images beyond it, as one M2L of the
- * root's scaled expansions. */
+/* A cell plan's near set N (n = 0 first: the images within 2 r / IMG_ROOT_THETA of the brick's
+ * radius r, docs/periodic-cells.md sections 6 and 9) and the far table for the images beyond it,
+ * as one M2L of the root's scaled expansions. */
 static int cell_tables(fmm_plan *P) {
     pbc_cell cu;
     if (unit_cell(P, &cu)) return FMM_ERR_BOX;
-    const double radius = 2 * pbc_cell_brick_radius(&cu) / IMG_THETA;
+    const double radius = 2 * pbc_cell_brick_radius(&cu) / IMG_ROOT_THETA;
     const int nn = pbc_cell_near_set(&cu, radius, NULL, 0);
     if (nn < 1) return FMM_ERR_NOMEM; /* a cell so thin that the search was cut off */
     P->img_n = malloc(sizeof(int) * 3 * (size_t)nn);

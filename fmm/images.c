@@ -67,7 +67,8 @@ static void visit(trav *T, int t, int s) {
     const double rs = T->radius[t] + T->radius[s];
     const int lt = oct_is_leaf(A), ls = oct_is_leaf(B);
     recs *r = T->r;
-    int sep = rs * rs <= IMG_THETA * IMG_THETA * d2;
+    const double th = A->level ? IMG_THETA : IMG_ROOT_THETA;
+    int sep = rs * rs <= th * th * d2;
     if (!sep && A->level == B->level && rs * rs <= 0.75 * d2) {
         /* an offset of whole boxes: the cube's one-box rule, ratio sqrt(3)/2 (fmm/images.h) */
         const double h = T->t->side / (double)(1 << A->level);

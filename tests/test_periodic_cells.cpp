@@ -293,23 +293,27 @@ TEST(PeriodicCells, SlowLadderTight) {
     all_systems({1e-6, 1e-7});
 }
 
-// Water with an anion in a 1.5 nm dodecahedron (238 charges: a tree of depth 1, where every image
-// pair meets at the top of the tree, the most at the separation ratio) at tolerance 1e-5: two
-// configurations of fixed generator seeds, which missed it by 4.2x and 3.4x with the cube's
-// ratio sqrt(3)/2 (fmm/images.h), and six fresh ones (about one in five missed it then).
+// Small cells at tolerance 1e-5, for each two configurations of fixed generator seeds that missed
+// it before the separation ratios of fmm/images.h and two fresh ones: water with an anion in a
+// 1.5 nm dodecahedron (238 charges: a tree of depth 1, every image pair at its top; missed by
+// 4.2x and 3.4x with sqrt(3)/2 for every pair) and water in a 1.7 nm octahedron (378 charges;
+// missed by 2.3x and 1.5x with 0.835 at the root, where its second shell of images lies).
 TEST(PeriodicCells, SmallCellsAtTheTolerance) {
     const uint64_t fresh = test_seed();
-    for (int k = 0; k < 8; ++k) {
-        const uint64_t seed = k == 0 ? 20 : k == 1 ? 41 : fresh + k;
-        std::mt19937_64 g(seed);
-        const Cell h = dodecahedron(1.5);
-        std::vector<double> xyz, q;
-        water(g, h, xyz, q);
-        xyz.resize(xyz.size() - 6), q.resize(q.size() - 2), q.back() = -1.0;
-        char name[32];
-        std::snprintf(name, sizeof name, "seed %llu", (unsigned long long)seed);
-        ladder(name, h, xyz, q, FMM_BOUNDARY_TINFOIL, {1e-5});
-    }
+    for (int c = 0; c < 2; ++c)
+        for (int k = 0; k < 4; ++k) {
+            const uint64_t fixed[2][2] = {{20, 41}, {209, 162}};
+            const uint64_t seed = k < 2 ? fixed[c][k] : fresh + 4 * c + k;
+            std::mt19937_64 g(seed);
+            const Cell h = c ? octahedron(1.7) : dodecahedron(1.5);
+            std::vector<double> xyz, q;
+            water(g, h, xyz, q);
+            if (!c) xyz.resize(xyz.size() - 6), q.resize(q.size() - 2), q.back() = -1.0;
+            char name[40];
+            std::snprintf(name, sizeof name, "%s %llu", c ? "octa." : "dodec.",
+                          (unsigned long long)seed);
+            ladder(name, h, xyz, q, FMM_BOUNDARY_TINFOIL, {1e-5});
+        }
 }
 
 // Rock salt (ions at the points of the simple cubic lattice of spacing 1, alternating charges):
