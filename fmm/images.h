@@ -18,14 +18,14 @@
 extern "C" {
 #endif
 
-/* The separation ratio, for the pairs of boxes and for the near set (images within 2 r / theta of
- * the brick's radius r). The cube's one-box rule reaches sqrt(3)/2 only for its 6 face offsets
- * (2,0,0); with shifts that are not whole boxes the geometric rule admits many pairs near that
- * ratio, and cells of a few hundred charges (trees of depth 1) missed the tolerance by up to 4x
- * at the order fmm/accuracy.c gives (tests/test_periodic_cells.cpp, SmallCellsAtTheTolerance).
- * At 0.835 they stay below 0.4 of it; the times at 3k and 24k charges moved by less than the
- * noise (docs/periodic-cells.md section 9). Same-level pairs whose offset is whole boxes keep
- * the cube's rule (sqrt(3)/2), as the error table was measured with it. */
+/* The separation ratio of the pairs of boxes below the root (IMG_ROOT_THETA at it). The cube's
+ * one-box rule reaches sqrt(3)/2 only for its 6 face offsets (2,0,0); with shifts that are not
+ * whole boxes the geometric rule admits many pairs near that ratio, and cells of a few hundred
+ * charges (trees of depth 1) missed the tolerance by up to 4x at the order fmm/accuracy.c gives
+ * (tests/test_periodic_cells.cpp, SmallCellsAtTheTolerance). At 0.835 they stay below 0.4 of it;
+ * the times at 3k and 24k charges moved by less than the noise (docs/periodic-cells.md section 9).
+ * Same-level pairs whose offset is whole boxes keep the cube's rule (sqrt(3)/2), as the error table
+ * was measured with it. */
 #define IMG_THETA 0.835
 /* The ratio at the root: for the near set (the images within 2 r / IMG_ROOT_THETA) and for the
  * pairs with the root, whose expansions are the far table's. The octahedron's second shell of
@@ -53,8 +53,9 @@ typedef struct img_lists {
     int nimg;      /* near images, n = 0 first */
     int *n;        /* [3 nimg] integer triples */
     double *shift; /* [3 nimg] n h in the plan's units */
-    /* M2L pairs sorted by operator, then by target: operator o (a cache entry) holds pairs
-       [ostart[o], ostart[o+1]); per pair the image and the reflection flags of its offset */
+    /* M2L pairs grouped by operator, in traversal order within one: operator o (a cache entry's
+       data) holds pairs [ostart[o], ostart[o+1]); per pair the image and the reflection flags of
+       its offset */
     long nm2l;
     int *m2l_t, *m2l_s, *m2l_k;
     unsigned char *m2l_f;
@@ -89,8 +90,9 @@ void img_free(img_lists *L);
 void img_cache_prune(img_cache *C);
 void img_cache_free(img_cache *C);
 
-/* U += the image M2L and P2L of every box (multipoles W). fshift (may be NULL): [nimg][3] += the
- * total force of image k's sources on the cell's charges. Returns 0 or FMM_ERR_NOMEM. */
+/* U += the image M2L and P2L of every box (multipoles W), through L's scratch buf. fshift (may be
+ * NULL): [nimg][3] += the total force of image k's sources on the cell's charges. Returns 0 or
+ * FMM_ERR_NOMEM. */
 int img_to_local(const img_lists *L, const m2l_operators *ops, const octree *t, const double *q,
                  const double *W, double *U, double *fshift);
 
