@@ -19,16 +19,16 @@
  * Library code never prints, exits or aborts: every failure is a return code.
  *
  * Scales: the sums are homogeneous in lengths and charges, and the plans and the reference sums
- * (fmm_direct, fmm_direct_targets, fmm_ewald, fmm_ewald_cell) take coordinates, box edges and
- * charges of any finite magnitude: where the set's extent (or the box edge) or the largest |q| lies
- * outside [2^-64, 2^64], they compute in units of a power of two (exact) and scale the outputs
- * back. An output asked for that is not representable in double (float for the float entry points)
- * gives FMM_ERR_RANGE: a value beyond the largest double (the field of coordinates scaled by
- * 1e-160, the energy of charges of 1e200, or an overflow inside the sums at two particles some
- * 2^-340 times the set's extent apart), or an output whose largest value is below the smallest
- * normal double (the field of coordinates scaled by 1e300); ask only for the outputs that fit (any
- * may be NULL), or change the units. The outputs of a call that fails are unspecified. CUDA plans
- * see a value that is not finite through the energy and virial sums that the device forms anyway
+ * (fmm_direct, fmm_direct_targets, fmm_ewald, fmm_ewald_cell) take coordinates, box edges and charges of any
+ * finite magnitude: where the set's extent (or the box edge) or the largest |q| lies outside
+ * [2^-64, 2^64], they compute in units of a power of two (exact) and scale the outputs back. An
+ * output asked for that is not representable in double (float for the float entry points) gives
+ * FMM_ERR_RANGE: a value beyond the largest double (the field of coordinates scaled by 1e-160,
+ * the energy of charges of 1e200, or an overflow inside the sums at two particles some 2^-340
+ * times the set's extent apart), or an output whose largest value is below the smallest normal
+ * double (the field of coordinates scaled by 1e300); ask only for the outputs that fit (any may be
+ * NULL), or change the units. The outputs of a call that fails are unspecified. CUDA plans see
+ * a value that is not finite through the energy and virial sums that the device forms anyway
  * (without a pass over the outputs on the host), and leave the float rounding of their float
  * outputs unchecked (Inf beyond float's range).
  *
@@ -55,23 +55,23 @@ extern "C" {
 
 enum fmm_status {
     FMM_OK = 0,
-    FMM_ERR_ARG,         /* NULL pointer or invalid argument */
-    FMM_ERR_NPTS,        /* n < 1, or n does not match the plan */
-    FMM_ERR_NONFINITE,   /* NaN or Inf in coordinates or charges */
-    FMM_ERR_TOLERANCE,   /* tolerance outside [FMM_TOL_MIN, FMM_TOL_MAX] */
-    FMM_ERR_ORDER,       /* order outside [FMM_ORDER_MIN, FMM_ORDER_MAX] */
-    FMM_ERR_DEPTH,       /* depth outside [0, FMM_DEPTH_MAX] */
-    FMM_ERR_LEAF,        /* leaf size out of range */
-    FMM_ERR_BOX,         /* box not finite and positive, or unsupported shape */
-    FMM_ERR_OUTSIDE,     /* open boundary: a particle lies outside the given box */
-    FMM_ERR_COINCIDENT,  /* two particles at the same position: 1/r is infinite */
-    FMM_ERR_NOMEM,       /* out of memory */
-    FMM_ERR_NOPTS,       /* fmm_execute before a successful fmm_setpts */
-    FMM_ERR_DEVICE,      /* CUDA requested but not built in, or no usable CUDA device */
-    FMM_ERR_THREADS,     /* thread count outside [0, FMM_THREADS_MAX] */
-    FMM_ERR_BOUNDARY,    /* boundary option invalid, or vacuum with net charge */
+    FMM_ERR_ARG,        /* NULL pointer or invalid argument */
+    FMM_ERR_NPTS,       /* n < 1, or n does not match the plan */
+    FMM_ERR_NONFINITE,  /* NaN or Inf in coordinates or charges */
+    FMM_ERR_TOLERANCE,  /* tolerance outside [FMM_TOL_MIN, FMM_TOL_MAX] */
+    FMM_ERR_ORDER,      /* order outside [FMM_ORDER_MIN, FMM_ORDER_MAX] */
+    FMM_ERR_DEPTH,      /* depth outside [0, FMM_DEPTH_MAX] */
+    FMM_ERR_LEAF,       /* leaf size out of range */
+    FMM_ERR_BOX,        /* box not finite and positive, or unsupported shape */
+    FMM_ERR_OUTSIDE,    /* open boundary: a particle lies outside the given box */
+    FMM_ERR_COINCIDENT, /* two particles at the same position: 1/r is infinite */
+    FMM_ERR_NOMEM,      /* out of memory */
+    FMM_ERR_NOPTS,      /* fmm_execute before a successful fmm_setpts */
+    FMM_ERR_DEVICE,     /* CUDA requested but not built in, or no usable CUDA device */
+    FMM_ERR_THREADS,    /* thread count outside [0, FMM_THREADS_MAX] */
+    FMM_ERR_BOUNDARY,   /* boundary option invalid, or vacuum with net charge */
     FMM_ERR_UNSUPPORTED, /* not available in this configuration (the RBF series mat-vec on CUDA) */
-    FMM_ERR_PARAM, /* solver parameter out of range (bandwidth, kernel parameter, shape, MAC...) */
+    FMM_ERR_PARAM,      /* solver parameter out of range (bandwidth, kernel parameter, shape, MAC...) */
     FMM_ERR_NOCONVERGE, /* an iterative solver did not reach its tolerance */
     FMM_ERR_IO,         /* a file could not be opened, read or written */
     FMM_ERR_FORMAT,     /* malformed input file */
@@ -122,12 +122,12 @@ typedef struct fmm_opts {
 
 /* What the plan chose, after fmm_setpts. */
 typedef struct fmm_info {
-    int order;        /* expansion order p */
-    int depth;        /* deepest tree level (root = 0) */
-    int leaf_size;    /* leaf capacity used to split the tree */
-    long nboxes;      /* tree boxes */
-    long nleaves;     /* leaf boxes */
-    double side;      /* side length of the root cube (in the caller's units) */
+    int order;       /* expansion order p */
+    int depth;       /* deepest tree level (root = 0) */
+    int leaf_size;   /* leaf capacity used to split the tree */
+    long nboxes;     /* tree boxes */
+    long nleaves;    /* leaf boxes */
+    double side;     /* side length of the root cube (in the caller's units) */
     double center[3]; /* its centre (periodic at depth 0 the cell is centred on the charges: the
                          CPU reports that centre, a CUDA plan, which finds it on the device, L/2;
                          a cell other than a cube: the centre of the brick [0,ax)x[0,by)x[0,cz),
@@ -268,8 +268,7 @@ int fmm_cuda_stage_times(fmm_plan *plan, int reps, double *ms);
 /* All-pairs direct sum (open boundary) on the GPU, double precision: phi (n) and field (3n)
  * may be NULL; ms (may be NULL) receives the kernel time from CUDA events. FMM_ERR_DEVICE
  * without a usable CUDA device. */
-int fmm_direct_cuda(long n, const double *xyz, const double *q, double *phi, double *field,
-                    double *ms);
+int fmm_direct_cuda(long n, const double *xyz, const double *q, double *phi, double *field, double *ms);
 
 /* O(N^2) direct sum (open boundary), OpenMP-parallel; the reference for tests.
  * Same outputs and conventions as fmm_execute (scales, FMM_ERR_RANGE, bitwise repeatable; the
