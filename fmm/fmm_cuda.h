@@ -52,9 +52,9 @@ enum { FMM_GPU_HOST_F64, FMM_GPU_HOST_F32, FMM_GPU_DEVICE_F32 };
 int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int src, const double lo[3], double side,
                    int depth, void *stream);
 
-/* What the periodic virial needs from an evaluation (fmm/fmm.c assembles it with the lattice
+/* What the periodic virial needs from an evaluation (fmm/execute.c assembles it with the lattice
  * strain tables): sum_i F_i (x) Y_i (Y about the cell centre, or about the charges' middle where
- * that is more than 2^16 of their extent from it, as fmm/fmm.c takes it on the CPU), the total
+ * that is more than 2^16 of their extent from it, as fmm/periodic.c takes it on the CPU), the total
  * force on the cell from each of the 27 nearest image codes, the dipole and the second moment
  * sum_i q_i |Y_i|^2 (about the centre), and the scaled root multipole. */
 typedef struct fmm_gpu_virial_parts {

@@ -12,7 +12,7 @@
  * the cell's centre (the L2P's sum, RED_VIR) its terms are |Y| / extent times larger than the sum
  * and lose as many digits where the charges fill a small part of a large cell. There (their
  * middle more than 2^16 of their extent from the centre) it is taken about the middle instead, as
- * the CPU does (fmm/fmm.c periodic_virial_cpu): k_virial_extent finds the extent, k_virial_far
+ * the CPU does (fmm/periodic.c fmm_periodic_virial_cpu): k_virial_extent finds the extent, k_virial_far
  * sums about its middle, from the positions themselves (the leaf-relative records would add a
  * leaf centre's rounding to every Y). Both run in the virial's graph only. */
 

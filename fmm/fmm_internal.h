@@ -1,0 +1,98 @@
+/* The Coulomb FMM's plan and the functions its files share (include/fmm.h is the interface):
+ *   fmm/makeplan.c   options, plans, destroy, info, exclusions
+ *   fmm/setpts.c     the points: units, wrapping, the tree (CPU) or the device's copy (CUDA)
+ *   fmm/passes.c     the CPU passes: upward, interaction lists, downward, leaves
+ *   fmm/periodic.c   the periodic corrections and the virial
+ *   fmm/execute.c    execute: charges in, the passes in order, outputs in the caller's units
+ * The CUDA side is fmm/fmm_cuda.h; the near images of a general cell fmm/images.h. */
+#ifndef FMM_FMM_INTERNAL_H
+#define FMM_FMM_INTERNAL_H
+
+#include "fmm.h"
+
+#include "core/octree.h"
+#include "core/panel.h"
+#include "fmm/exclusions.h"
+#include "fmm/fmm_cuda.h"
+#include "fmm/images.h"
+#include "m2l/operators.h"
+#include "pbc/cell.h"
+
+struct fmm_plan {
+    fmm_opts opts;
+    int have_box;
+    double box[3];
+    int p, ncoef, npad, leaf; /* npad: stride of the expansion arrays */
+    m2l_operators ops;
+    /* M2M and L2L of the child octant with offset (+1/4,+1/4,+1/4) (parent units) in factored
+     * form; the other octants are its reflections (sign patterns ops.sign) */
+    factored_op m2m, l2l;
+    double *tr_mem; /* storage behind m2m and l2l */
+    int *zoff;
+    double *lattice; /* periodic: far images as one root M2L, [ncoef][ncoef] (unit cube) */
+    double *vtab;    /* periodic virial: strain derivatives of the lattice sums, built on demand */
+    double far_c0;   /* with vtab: pbc_far_self_potential() (unit cube) */
+    int virial;      /* this evaluation also gathers the forces per periodic image */
+    double fshift[81]; /* [27][3] total force on the cell from the sources of each image */
+    double *bg;        /* periodic: multipole of a unit charge spread over the unit cube */
+    double *near_op;   /* periodic: the 26 nearest images as one root M2L, [ncoef][ncoef] */
+    int compact;       /* CPU, periodic, one leaf: the cell is centred on compact charges and the
+                          26 nearest images act through near_op (pbc/cluster.h) */
+    int compact_hint;  /* CUDA plans: compact on the last look (-1: not looked yet) */
+    int have_pts;
+    int lexp; /* the plan's lengths are the caller's times 2^-lexp (core/scale.h) */
+    octree tree;
+    double *W, *U;                  /* [nbox][npad] scaled multipoles and locals */
+    double *q, *phi, *ex, *ey, *ez; /* particles in tree order */
+    excl_list excl;                 /* fmm_set_exclusions */
+    double *qkeep; /* CPU: the last execute's charges (caller order), for q = NULL */
+    long q_n;      /* how many charges are kept (0: none) */
+    int q_charged; /* and whether they carry a net charge */
+    int q_exp;     /* and their scale exponent (core/scale.h) */
+    fmm_gpu *gpu;  /* device = CUDA: the whole evaluation runs there */
+    long gpu_n;
+    int gpu_depth;
+    double gpu_lo[3], gpu_side;
+    /* a periodic cell other than a cube (fmm_makeplan_cell; docs/periodic-cells.md section 9):
+       the tree is open over the cube around the brick, the near images n != 0 of img_n act
+       through fmm/images.h, the others through `lattice`, the table of pbc/cell_table.h for the
+       cell in units of its longest diagonal entry; vtab holds that table's strain derivatives */
+    int is_cell;
+    double cellh[9];  /* the caller's rows a, b, c */
+    double cell_u;    /* max(ax, by, cz) of cellh: the tables' unit of length */
+    int nimg;         /* near images, n = 0 first */
+    int *img_n;       /* [3 nimg] */
+    pbc_cell cell;    /* in the plan's units */
+    pbc_min_image mi; /* minimum images in that cell (exclusions) */
+    img_lists img;
+    img_cache imgc; /* the image M2L operators, kept across fmm_setpts calls */
+    double *fimg;   /* [3 nimg] total force of each near image on the cell (virial) */
+};
+
+/* reflection flags (core/panel.h sign patterns) taking octant 7 (+,+,+) to octant o */
+static inline unsigned char octant_flags(int o) {
+    return (unsigned char)(~o & 7);
+}
+
+/* fmm/makeplan.c: the plan's cell in units of cell_u, the side of the tree's root cube */
+int fmm_unit_cell(const fmm_plan *P, pbc_cell *cu);
+
+/* fmm/setpts.c: frees the tree and the per-point arrays */
+void fmm_free_points(fmm_plan *P);
+
+/* fmm/passes.c: y += A x for an n x n row-major A, and the CPU passes in their order */
+void fmm_matvec_add(int n, const double *restrict A, const double *restrict x, double *restrict y);
+int fmm_upward(fmm_plan *P);
+int fmm_interactions(fmm_plan *P);
+int fmm_downward(fmm_plan *P);
+int fmm_leaves(fmm_plan *P);
+
+/* fmm/periodic.c: corrections of phi and the field after the passes, and the virial */
+void fmm_periodic_corrections(fmm_plan *P);
+void fmm_cell_corrections(fmm_plan *P);
+void fmm_periodic_virial(int p, double L, int tinfoil, const double *w, const double *vtab,
+                         double c0, const double FY[9], const double fshift[81], const double D[3],
+                         double S2, double *Wout);
+int fmm_periodic_virial_cpu(fmm_plan *P, double *Wout);
+
+#endif
