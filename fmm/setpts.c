@@ -66,11 +66,44 @@ static int gpu_setpts(fmm_plan *P, long n, const void *xyz, int src, const doubl
 }
 #endif
 
-/* the translation of a tin-foil cell's charges, in fractions of the brick (an irrational number) */
+/* the translation of a tin-foil cell's charges, in fractions of their extent (an irrational
+ * number) */
 #define CELL_OFFSET 0.1180339887498949
 
-/* A cell plan's tree of n points (plan units): wrapped into the brick, an open octree over the
- * cube of side cell_u centred on the brick, the lists of the near images. */
+/* The n points xyz wrapped into the brick of `cell` as w. Tin-foil results do not depend on a
+ * common translation, so the points are taken relative to the first one and centred into the
+ * brick about it (which keeps a compact set's coordinates small, and so their differences to the
+ * precision the input carries, in a cell of any size), then moved to the brick's lower corner
+ * plus a fixed fraction of their extent per axis, which no lattice-structured input (atoms at
+ * simple fractions of the cell) turns into the corners of the tree's boxes, the worst case of
+ * the separation test (tests/fuzz/regressions/fmm_plan). The vacuum boundary's dipole is that of
+ * the brick: its points are only wrapped. FMM_ERR_RANGE if a wrapped point is not finite. */
+static int wrap_cell(const pbc_cell *cell, int tinfoil, long n, const double *xyz, double *w) {
+    const double *h = cell->h, brick[3] = {h[0], h[4], h[8]};
+    const double inv[3] = {1 / brick[0], 1 / brick[1], 1 / brick[2]};
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (long i = 0; i < n; ++i) {
+        double *y = w + 3 * i;
+        for (int d = 0; d < 3; ++d) y[d] = tinfoil ? xyz[3 * i + d] - xyz[d] : xyz[3 * i + d];
+        if (!tinfoil) continue;
+        pbc_cell_centre(h, inv, y);
+        for (int d = 0; d < 3; ++d) lo[d] = fmin(lo[d], y[d]), hi[d] = fmax(hi[d], y[d]);
+    }
+    int bad = 0;
+    for (long i = 0; i < n; ++i) {
+        double *y = w + 3 * i;
+        for (int d = 0; d < 3 && tinfoil; ++d) {
+            const double ext = hi[d] > lo[d] ? hi[d] - lo[d] : brick[d];
+            y[d] += CELL_OFFSET * ext - lo[d];
+        }
+        pbc_cell_wrap(cell, y);
+        bad |= !(isfinite(y[0]) && isfinite(y[1]) && isfinite(y[2]));
+    }
+    return bad ? FMM_ERR_RANGE : FMM_OK;
+}
+
+/* A cell plan's tree of n points (plan units): wrapped into the brick (wrap_cell), an open octree
+ * over the cube of side cell_u centred on the brick, the lists of the near images. */
 static int place_cell(fmm_plan *P, long n, const double *xyz) {
     const double f = ldexp(1.0, -P->lexp), side = P->cell_u * f;
     double h[9], lo[3];
@@ -85,25 +118,14 @@ static int place_cell(fmm_plan *P, long n, const double *xyz) {
         free(w), free(shift);
         return FMM_ERR_NOMEM;
     }
-    /* tin-foil results do not depend on a common translation: the charges move by a fixed
-       fraction of the brick that no lattice-structured input (atoms at simple fractions of the
-       cell) turns into the corners of the tree's boxes, the worst case of the separation test
-       (tests/fuzz/regressions/fmm_plan); the vacuum boundary's dipole is that of the brick */
-    const double frac = P->opts.boundary == FMM_BOUNDARY_TINFOIL ? CELL_OFFSET : 0.0;
-    int bad = 0;
-    for (long i = 0; i < n; ++i) {
-        double *y = w + 3 * i;
-        for (int d = 0; d < 3; ++d) y[d] = xyz[3 * i + d] + frac * brick[d];
-        pbc_cell_wrap(&cell, y);
-        bad |= !(isfinite(y[0]) && isfinite(y[1]) && isfinite(y[2]));
-    }
+    const int bad = wrap_cell(&cell, P->opts.boundary == FMM_BOUNDARY_TINFOIL, n, xyz, w);
     for (int k = 0; k < P->nimg; ++k) pbc_cell_vector(&cell, P->img_n + 3 * k, shift + 3 * k);
     int saved = omp_get_max_threads();
     if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
     octree t;
     img_lists img;
     pbc_min_image mi = {{0}, {0}, 0, NULL};
-    int rc = bad ? FMM_ERR_RANGE : oct_build(&t, n, w, lo, side, P->opts.depth, P->leaf, 0);
+    int rc = bad ? bad : oct_build(&t, n, w, lo, side, P->opts.depth, P->leaf, 0);
     if (!rc && (rc = img_build(&img, &t, brick, P->nimg, P->img_n, shift, &P->ops, &P->imgc)))
         oct_free(&t);
     if (!rc && (rc = pbc_min_image_init(&mi, &cell))) oct_free(&t), img_free(&img);

@@ -40,6 +40,9 @@ ok_run "open, box 1e308: virial finite and to rounding" 1e-12 --in "$u" --box 1e
 shift_by 1e8 "$tmp/far.txt"
 ok_run "open, cloud 1e8 from the origin: FMM and direct virial agree" 1e-12 --in "$tmp/far.txt"
 ok_run "periodic, cell 1e10: virial against Ewald" 1e-9 --in "$u" --periodic --box 1e10
+# a rectangular cell far larger than the set: the translation of the cell path is a fraction of
+# the set's extent (it was 0.118 of the brick, which rounded the coordinates: phi 5e-6 off here)
+ok_run "periodic, rectangular cell 1e10: against Ewald" 1e-9 --in "$u" --periodic --box 1e10 1e10 3e10
 
 # defect 2: lengths scaled by 1e-110 give the scaled results (NaN fields before)
 scale_len 1e-110 "$tmp/s110.txt"
@@ -55,6 +58,8 @@ for s in 1e-160 1e300 1e-300; do
     expect_msg "lengths x $s: field out of range" 'range' coulomb --in "$tmp/s.txt" --reference
 done
 expect_msg "periodic box 1e200: field out of range" 'range' coulomb --in "$u" --periodic --box 1e200
+# (the cell path said "two particles at the same position": the translation rounded them together)
+expect_msg "periodic cell 1e200 1e200 3e200: field out of range" 'range' coulomb --in "$u" --periodic --box 1e200 1e200 3e200
 scale_q 1e200 "$tmp/q.txt"
 expect_msg "charges x 1e200: energy out of range" 'range' coulomb --in "$tmp/q.txt"
 scale_q 1e-100 "$tmp/q.txt"

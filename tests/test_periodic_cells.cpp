@@ -443,6 +443,36 @@ TEST(PeriodicCells, OperatorsKeptAcrossSetpts) {
     fmm_destroy(p);
 }
 
+// A compact set in a cell far larger than it (a droplet in a vacuum-sized box): 300 charges in
+// [-1, 1]^3 (negative coordinates too) in a 1:1:3 brick, the dodecahedron and a random cell, each
+// 1e12 times the set, against Ewald. The tin-foil translation that keeps lattices off the tree's
+// box corners once moved the charges by 0.118 of the brick first, which rounded their coordinates
+// to 1e-5 (phi 1e-3 off); it is now a fraction of the set's own extent. The reference gets the set
+// moved by (1, 1, 1) into the brick (tin-foil sums do not depend on a common translation), as
+// fmm_ewald_cell wraps positions into the brick, which would round away negative ones.
+TEST(PeriodicCells, CompactSetInAHugeCell) {
+    std::mt19937_64 g(test_seed());
+    const double s = 1e12, tol = 1e-6;
+    const Named cells[] = {{"rect 1:1:3 1e12", rect(s, s, 3 * s)},
+                           {"dodec. 1e12", dodecahedron(s)},
+                           {"random 1e12", random_cell(g, s)}};
+    for (const auto &c : cells) {
+        std::vector<double> xyz, q;
+        uniform(g, 300, rect(2, 2, 2), 0.0, xyz, q); // in [-1, 3]^3
+        for (double &v : xyz) v = 0.5 * v + 0.5;     // in [0, 2]^3, exactly
+        Out ref = ewald(xyz, q, c.h), r;
+        for (double &v : xyz) v -= 1.0;
+        ASSERT_EQ(run_fmm(xyz, q, c.h, opts(tol), r), FMM_OK);
+        const Err e = errors(r, ref, q);
+        std::printf("%-16s phi %.2e field %.2e U %.2e W %.2e\n", c.name, e.phi, e.field, e.energy,
+                    e.virial);
+        EXPECT_LE(e.phi, tol) << c.name;
+        EXPECT_LE(e.energy, tol) << c.name;
+        EXPECT_LE(e.field, 10 * tol) << c.name;
+        EXPECT_LE(e.virial, 10 * tol) << c.name;
+    }
+}
+
 // Every bad cell is refused with FMM_ERR_BOX (FMM_ERR_ARG for NULL or a plan that is not
 // periodic), and the plan pointer is left NULL.
 TEST(PeriodicCells, BadCellsAreRefused) {
