@@ -14,9 +14,10 @@
 #   OUTDIR/etot.xvg     time (ps) and total energy (kJ/mol), for the plot (nve_report.py)
 # Environment: GMX (default build-gromacs/install/bin/gmx), NT (OpenMP threads, default 2),
 # EXTRA_MDP (lines appended to the mdp, e.g. "verlet-buffer-tolerance = 1e-4"), NSTENERGY (energy
-# interval in steps instead of the mdp's 100), PIN (mdrun -pin, default auto).
+# interval in steps instead of the mdp's 100), PIN (mdrun -pin, default auto), MAXH (mdrun -maxh:
+# stop after that many hours, at the last energy frame before; "ps" is then the length reached).
 set -euo pipefail
-[ $# -ge 4 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 GRO=$(realpath "$1")
@@ -49,7 +50,7 @@ fi
 $GMX -quiet grompp -f nve_in.mdp -c "$GRO" -p "$TOP" -o nve.tpr -po nve_mdout.mdp > grompp.log 2>&1 \
     || { tail -20 grompp.log >&2; echo "nve.sh: grompp failed" >&2; exit 1; }
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-$GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -pin "${PIN:-auto}" -s nve.tpr -deffnm nve > mdrun.log 2>&1 \
+$GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -pin "${PIN:-auto}" ${MAXH:+-maxh "$MAXH"} -s nve.tpr -deffnm nve > mdrun.log 2>&1 \
     || { tail -20 mdrun.log >&2; echo "nve.sh: mdrun failed" >&2; exit 1; }
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 printf 'Total-Energy\nConserved-En.\n\n' | $GMX -quiet energy -f nve.edr -o etot.xvg > energy.log 2>&1 \

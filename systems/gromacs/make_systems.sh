@@ -4,7 +4,8 @@
 #
 # Usage: systems/gromacs/make_systems.sh [-o OUTDIR] [TARGET...]
 #   OUTDIR   default systems/gromacs
-#   TARGET   any of water_3k water_24k peptide (default: all three)
+#   TARGET   any of water_3k water_24k peptide villin_dodec water_slab water_rect13 water_tric
+#            (default: all)
 #
 #   water_3k   systems/water/spce_3k.gro (gmx solvate, 978 SPC/E) + steepest descent + NVT 20 ps
 #              (v-rescale 300 K, PME, SETTLE): water_3k.gro with velocities. ~1 min.
@@ -15,6 +16,17 @@
 #              genion -neutral -conc 0.15 (NA, CL), steepest descent (1000 steps; no MD: it
 #              is a single-frame test system): peptide.gro/.top/posre.itp. 1-4 pairs (fudgeQQ 0.5), exclusions
 #              up to 3 bonds, ions. ~3 min.
+#   villin_dodec  villin headpiece (villin_heavy.pdb: 35 residues, heavy atoms, from the test data
+#              of the PyPI wheel openmm 8.6.1, see its REMARK lines), pdb2gmx -ff oplsaa -water spce
+#              -ignh, rhombic dodecahedron 1.0 nm around it (editconf -bt dodecahedron), SPC/E,
+#              genion -neutral -conc 0.15, steepest descent + NVT 20 ps: villin_dodec.gro/.top,
+#              posre_villin.itp. ~10 min.
+#   water_slab water liquid-vapour slab: SPC/E 3.2 nm cube (gmx solvate) centred in a 3.2 x 3.2 x 9.6
+#              nm cell (aspect 1:1:3, two interfaces) + steepest descent + NVT 20 ps. ~3 min.
+#   water_rect13  water filling a 2.4 x 2.4 x 7.2 nm cell (aspect 1:1:3; for semi-isotropic pressure
+#              coupling) + steepest descent + NVT 20 ps. ~3 min.
+#   water_tric water filling a triclinic cell (a = b = c = 3.1052 nm, gamma 80 deg; gmx solvate into
+#              the empty cell, so no atom overlaps an image) + steepest descent + NVT 20 ps. ~3 min.
 # Each system NAME: NAME.gro, NAME.top; logs under OUTDIR/logs/. mdp files: mdp/.
 # Environment: GMX (default gmx), NT (threads, default 2).
 set -euo pipefail
@@ -29,7 +41,7 @@ while getopts "o:h" opt; do
 done
 shift $((OPTIND - 1))
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(water_3k water_24k peptide)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(water_3k water_24k peptide villin_dodec water_slab water_rect13 water_tric)
 GMX=${GMX:-gmx}
 NT=${NT:-2}
 mkdir -p "$OUTDIR/logs"
@@ -83,6 +95,35 @@ for t in "${TARGETS[@]}"; do
                 cp peptide.pdb "$OUTDIR/peptide_heavy.pdb")
             sed -i "s#^; Include Position restraint file#; Include Position restraint file (posre.itp next to this file)#" "$OUTDIR/peptide.top"
             equilibrate peptide "$TMP/ions.gro" "$OUTDIR/peptide.top" em
+            ;;
+        villin_dodec)
+            (cd "$TMP" &&
+                run villin_pdb2gmx $GMX -quiet pdb2gmx -f "$HERE/villin_heavy.pdb" -o villin.gro -p villin_dodec.top -i posre_villin.itp -ff oplsaa -water spce -ignh &&
+                run villin_editconf $GMX -quiet editconf -f villin.gro -o box.gro -bt dodecahedron -d 1.0 -c &&
+                run villin_solvate $GMX -quiet solvate -cp box.gro -cs spc216.gro -p villin_dodec.top -o solv.gro &&
+                run villin_ions_grompp $GMX -quiet grompp -f "$MDP/ions.mdp" -c solv.gro -p villin_dodec.top -o ions.tpr -maxwarn 1 &&
+                { echo SOL | run villin_genion $GMX -quiet genion -s ions.tpr -o ions.gro -p villin_dodec.top \
+                      -pname NA -nname CL -neutral -conc 0.15 -seed 20261128; } &&
+                cp villin_dodec.top posre_villin.itp "$OUTDIR/")
+            sed -i "s#^; Include Position restraint file#; Include Position restraint file (posre_villin.itp next to this file)#" "$OUTDIR/villin_dodec.top"
+            equilibrate villin_dodec "$TMP/ions.gro" "$OUTDIR/villin_dodec.top"
+            ;;
+        water_slab | water_rect13 | water_tric)
+            (cd "$TMP" &&
+                case $t in
+                    water_slab)
+                        run ${t}_solvate $GMX -quiet solvate -cs spc216.gro -box 3.2 3.2 3.2 -o cube.gro &&
+                        run ${t}_editconf $GMX -quiet editconf -f cube.gro -o solv.gro -box 3.2 3.2 9.6 -c ;;
+                    water_rect13)
+                        run ${t}_solvate $GMX -quiet solvate -cs spc216.gro -box 2.4 2.4 7.2 -o solv.gro ;;
+                    water_tric)
+                        # an empty cell: solvate fills it with the cell's own periodicity
+                        printf 'empty triclinic cell\n0\n%s\n' "   3.10520   3.05803   3.10520   0.00000   0.00000   0.53921   0.00000   0.00000   0.00000" > empty.gro &&
+                        run ${t}_solvate $GMX -quiet solvate -cp empty.gro -cs spc216.gro -o solv.gro ;;
+                esac &&
+                printf '; SPC/E water, cell %s nm (systems/gromacs/make_systems.sh %s)\n#include "oplsaa.ff/forcefield.itp"\n#include "oplsaa.ff/spce.itp"\n\n[ system ]\nSPC/E water %s\n\n[ molecules ]\nSOL     %d\n' \
+                    "$(tail -1 solv.gro | xargs)" "$t" "$t" $(($(sed -n 2p solv.gro) / 3)) > "$OUTDIR/$t.top")
+            equilibrate $t "$TMP/solv.gro" "$OUTDIR/$t.top"
             ;;
         *) echo "make_systems.sh: unknown target $t" >&2; exit 2 ;;
     esac
