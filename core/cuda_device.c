@@ -1,4 +1,4 @@
-#include "fmm.h"
+#include "fmm_common.h"
 
 #include <stdlib.h>
 

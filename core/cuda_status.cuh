@@ -4,7 +4,7 @@
 
 #include <cuda_runtime.h>
 
-#include "fmm.h"
+#include "fmm_common.h"
 
 /* FMM_OK, FMM_ERR_NOMEM for a failed allocation, FMM_ERR_CUDA otherwise. A failed call also
  * stays the thread's last error, which the next launch check (cudaGetLastError) would report

@@ -6,7 +6,7 @@
 
 #include "core/p2p.h"
 #include "core/scale.h"
-#include "fmm.h"
+#include "fmm_reference.h"
 
 static int cmp_point(const void *a, const void *b) {
     const double *p = a, *q = b;

@@ -1,7 +1,7 @@
 /* All-pairs direct sum on the GPU (fmm_direct_cuda): the open-boundary reference and the
  * baseline the FMM must beat. One thread per target, sources staged through shared memory. */
 #include "core/cuda_status.cuh"
-#include "fmm.h"
+#include "fmm_reference.h"
 
 #include <cuda_runtime_api.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* Without CUDA the GPU direct sum is absent: the same entry point says so. */
-#include "fmm.h"
+#include "fmm_reference.h"
 
 #ifndef FMM_HAVE_CUDA
 #include <math.h>

@@ -2,7 +2,7 @@
 
 #include "core/simd.h"
 
-#include "fmm.h"
+#include "fmm_common.h"
 
 #include <complex.h>
 #include <math.h>

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "fmm.h"
+#include "fmm_common.h"
 
 #ifdef __cplusplus
 extern "C" {

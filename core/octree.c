@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/sort.h"
-#include "fmm.h"
+#include "fmm_common.h"
 
 #define UNIT(level) ((int64_t)1 << (OCT_MAXLEVEL - (level)))
 

@@ -3,7 +3,7 @@
 #include <float.h>
 #include <omp.h>
 
-#include "fmm.h"
+#include "fmm_common.h"
 
 int fmm_scale_output(long n, const void *in, int in_f32, void *out, int out_f32, int e,
                      int threads) {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fmm.h"
+#include "fmm_common.h"
 
 #define DIGIT_BITS 11
 #define NDIGIT (1 << DIGIT_BITS)

@@ -1,4 +1,4 @@
-#include "fmm.h"
+#include "fmm_common.h"
 
 const char *fmm_strerror(int status) {
     switch (status) {

@@ -17,18 +17,20 @@
  *     fmm_destroy(p); puts(fmm_strerror(rc));
  *
  * Library code never prints, exits or aborts: every failure is a return code.
+ * The status codes, limits and devices are in fmm_common.h, the reference sums (fmm_direct,
+ * fmm_ewald, ...) in fmm_reference.h; this header includes both.
  *
  * Scales: the sums are homogeneous in lengths and charges, and the plans and the reference sums
- * (fmm_direct, fmm_direct_targets, fmm_ewald, fmm_ewald_cell) take coordinates, box edges and charges of any
- * finite magnitude: where the set's extent (or the box edge) or the largest |q| lies outside
- * [2^-64, 2^64], they compute in units of a power of two (exact) and scale the outputs back. An
- * output asked for that is not representable in double (float for the float entry points) gives
- * FMM_ERR_RANGE: a value beyond the largest double (the field of coordinates scaled by 1e-160,
- * the energy of charges of 1e200, or an overflow inside the sums at two particles some 2^-340
- * times the set's extent apart), or an output whose largest value is below the smallest normal
- * double (the field of coordinates scaled by 1e300); ask only for the outputs that fit (any may be
- * NULL), or change the units. The outputs of a call that fails are unspecified. CUDA plans see
- * a value that is not finite through the energy and virial sums that the device forms anyway
+ * (fmm_direct, fmm_direct_targets, fmm_ewald, fmm_ewald_cell) take coordinates, box edges and
+ * charges of any finite magnitude: where the set's extent (or the box edge) or the largest |q| lies
+ * outside [2^-64, 2^64], they compute in units of a power of two (exact) and scale the outputs
+ * back. An output asked for that is not representable in double (float for the float entry points)
+ * gives FMM_ERR_RANGE: a value beyond the largest double (the field of coordinates scaled by
+ * 1e-160, the energy of charges of 1e200, or an overflow inside the sums at two particles some
+ * 2^-340 times the set's extent apart), or an output whose largest value is below the smallest
+ * normal double (the field of coordinates scaled by 1e300); ask only for the outputs that fit (any
+ * may be NULL), or change the units. The outputs of a call that fails are unspecified. CUDA plans
+ * see a value that is not finite through the energy and virial sums that the device forms anyway
  * (without a pass over the outputs on the host), and leave the float rounding of their float
  * outputs unchecked (Inf beyond float's range).
  *
@@ -47,51 +49,13 @@
 #ifndef FMM_H
 #define FMM_H
 
-#include <stddef.h>
+#include "fmm_common.h"
+#include "fmm_reference.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum fmm_status {
-    FMM_OK = 0,
-    FMM_ERR_ARG,        /* NULL pointer or invalid argument */
-    FMM_ERR_NPTS,       /* n < 1, or n does not match the plan */
-    FMM_ERR_NONFINITE,  /* NaN or Inf in coordinates or charges */
-    FMM_ERR_TOLERANCE,  /* tolerance outside [FMM_TOL_MIN, FMM_TOL_MAX] */
-    FMM_ERR_ORDER,      /* order outside [FMM_ORDER_MIN, FMM_ORDER_MAX] */
-    FMM_ERR_DEPTH,      /* depth outside [0, FMM_DEPTH_MAX] */
-    FMM_ERR_LEAF,       /* leaf size out of range */
-    FMM_ERR_BOX,        /* box not finite and positive, or unsupported shape */
-    FMM_ERR_OUTSIDE,    /* open boundary: a particle lies outside the given box */
-    FMM_ERR_COINCIDENT, /* two particles at the same position: 1/r is infinite */
-    FMM_ERR_NOMEM,      /* out of memory */
-    FMM_ERR_NOPTS,      /* fmm_execute before a successful fmm_setpts */
-    FMM_ERR_DEVICE,     /* CUDA requested but not built in, or no usable CUDA device */
-    FMM_ERR_THREADS,    /* thread count outside [0, FMM_THREADS_MAX] */
-    FMM_ERR_BOUNDARY,   /* boundary option invalid, or vacuum with net charge */
-    FMM_ERR_UNSUPPORTED, /* not available in this configuration (the RBF series mat-vec on CUDA) */
-    FMM_ERR_PARAM,      /* solver parameter out of range (bandwidth, kernel parameter, shape, MAC...) */
-    FMM_ERR_NOCONVERGE, /* an iterative solver did not reach its tolerance */
-    FMM_ERR_IO,         /* a file could not be opened, read or written */
-    FMM_ERR_FORMAT,     /* malformed input file */
-    FMM_ERR_CUDA,       /* a CUDA runtime call failed (launch, copy, synchronisation) */
-    FMM_ERR_RANGE,      /* a requested output overflows double precision or underflows as a whole */
-    FMM_STATUS_COUNT
-};
-
-#define FMM_TOL_MIN 1e-12
-#define FMM_TOL_MAX 1e-3
-#define FMM_ORDER_MIN 1
-#define FMM_ORDER_MAX 50
-#define FMM_DEPTH_MAX 20
-#define FMM_LEAF_MAX 4096
-/* OpenMP thread counts above this are refused (FMM_ERR_THREADS): libgomp crashes or exits the
- * process when asked for tens of thousands of threads, and no machine the library targets has
- * more hardware threads than this. */
-#define FMM_THREADS_MAX 1024
-
-enum fmm_device { FMM_DEVICE_CPU = 0, FMM_DEVICE_CUDA = 1 };
 enum fmm_boundary { FMM_BOUNDARY_TINFOIL = 0, FMM_BOUNDARY_VACUUM = 1 };
 /* MIXED (CUDA only): the near field (P2P) in single precision on positions stored relative to
  * their leaf's centre and, for orders <= 16, the M2L products in single precision (operators
@@ -122,12 +86,12 @@ typedef struct fmm_opts {
 
 /* What the plan chose, after fmm_setpts. */
 typedef struct fmm_info {
-    int order;       /* expansion order p */
-    int depth;       /* deepest tree level (root = 0) */
-    int leaf_size;   /* leaf capacity used to split the tree */
-    long nboxes;     /* tree boxes */
-    long nleaves;    /* leaf boxes */
-    double side;     /* side length of the root cube (in the caller's units) */
+    int order;        /* expansion order p */
+    int depth;        /* deepest tree level (root = 0) */
+    int leaf_size;    /* leaf capacity used to split the tree */
+    long nboxes;      /* tree boxes */
+    long nleaves;     /* leaf boxes */
+    double side;      /* side length of the root cube (in the caller's units) */
     double center[3]; /* its centre (periodic at depth 0 the cell is centred on the charges: the
                          CPU reports that centre, a CUDA plan, which finds it on the device, L/2;
                          a cell other than a cube: the centre of the brick [0,ax)x[0,by)x[0,cz),
@@ -241,18 +205,6 @@ int fmm_get_info(const fmm_plan *plan, fmm_info *info);
 /* Frees the plan (NULL: nothing). The plan must not be used or destroyed again afterwards. */
 void fmm_destroy(fmm_plan *plan);
 
-const char *fmm_strerror(int status);
-
-/* Number of usable CUDA devices: 0 when the library was built without CUDA or the
- * machine has no GPU (GPU tests skip on 0). */
-int fmm_cuda_device_count(void);
-
-/* Host memory for a CUDA plan's inputs and outputs (positions, charges, phi, field): page-locked
- * where the library has CUDA and a device (the copies to and from the device run at full speed),
- * ordinary malloc otherwise. NULL for 0 bytes or on failure; free with fmm_host_free (NULL ok). */
-void *fmm_host_alloc(size_t bytes);
-void fmm_host_free(void *p);
-
 /* CUDA plans (opts.device = FMM_DEVICE_CUDA), for benchmarks: replay the evaluation that the
  * last fmm_execute ran (binning of the device-resident positions into the tree, far and near
  * field, outputs on the device) `reps` times as one CUDA graph launch each, and store each
@@ -264,54 +216,6 @@ int fmm_cuda_time_replays(fmm_plan *plan, int reps, double *ms);
  * gather), P2P with the excluded pairs, P2M, M2M, lattice + M2L, L2L, L2P with the corrections
  * and outputs, the device route's forces (for an MD code's device-resident step). */
 int fmm_cuda_stage_times(fmm_plan *plan, int reps, double *ms);
-
-/* All-pairs direct sum (open boundary) on the GPU, double precision: phi (n) and field (3n)
- * may be NULL; ms (may be NULL) receives the kernel time from CUDA events. FMM_ERR_DEVICE
- * without a usable CUDA device. */
-int fmm_direct_cuda(long n, const double *xyz, const double *q, double *phi, double *field, double *ms);
-
-/* O(N^2) direct sum (open boundary), OpenMP-parallel; the reference for tests.
- * Same outputs and conventions as fmm_execute (scales, FMM_ERR_RANGE, bitwise repeatable; the
- * virial about the middle of the set, so a set far from the origin keeps its digits);
- * threads = 0 for the OpenMP default. */
-int fmm_direct(long n, const double *xyz, const double *q, double *phi, double *field,
-               double *energy, double *virial, int threads);
-
-/* The direct sum at m selected targets only (indices into the n particles), each against
- * all n sources: phi (m) and field (3m) may be NULL. For error estimates at large n. Scales and
- * FMM_ERR_RANGE as fmm_direct (the extent is that of all n points). */
-int fmm_direct_targets(long n, const double *xyz, const double *q, long m, const long *targets,
-                       double *phi, double *field, int threads);
-
-/* Ewald sum for a periodic cubic or rectangular box [0,Lx)x[0,Ly)x[0,Lz) with tin-foil
- * (conducting) boundary and, for a net charge Q, the uniform neutralising background
- * (-pi Q / (V alpha^2) in every phi_i), the convention of GROMACS's PME. Particles are
- * wrapped into the box. The splitting and cut-offs are chosen so that the truncation error
- * of each sum is below `tolerance` (relative, 1e-3 .. 1e-12). The real-space sum is O(N^2)
- * (minimum image and neighbouring images within the cut-off), the k-space sum O(N K): a
- * reference for tests and --reference, not a production solver. Outputs as fmm_execute (scales
- * and FMM_ERR_RANGE too; the outputs are bitwise the same for any thread count); virial
- * W_ab = -dU/d eps_ab (9, row-major). */
-int fmm_ewald(long n, const double *xyz, const double *q, const double box[3], double tolerance,
-              double *phi, double *field, double *energy, double *virial, int threads);
-
-/* The Ewald sum of fmm_ewald in any periodic cell that GROMACS allows: cell holds the lattice
- * vectors as rows a = (ax, 0, 0), b = (bx, by, 0), c = (cx, cy, cz), row-major, with ax, by, cz > 0
- * and |bx| <= ax/2, |cx| <= ax/2, |cy| <= by/2 (GROMACS's margin of 1.005 allowed;
- * FMM_ERR_BOX otherwise, or for an entry that is not finite). Particles are wrapped into the brick
- * [0,ax) x [0,by) x [0,cz). Same conventions, error control, outputs, scales and repeatability as
- * fmm_ewald, which is this function with the rectangular cell diag(box): tin-foil boundary, the
- * neutralising background for a net charge, the full virial W_ab = -dU/d eps_ab (9, row-major,
- * symmetric; shear included) for positions and cell strained together (x -> (I + eps) x). The
- * real-space cut-off is just below half the shortest lattice vector, its images found by a search
- * over the lattice shifts; the reciprocal range per index follows from the reciprocal basis. The
- * outputs are bitwise the same for any thread count, and the caller's arrays are left untouched
- * by a call that fails. FMM_ERR_NOMEM also for a cell so thin (its shortest lattice vector so far
- * below its rows) that the reciprocal sum would scan more than 2^28 wave vectors; FMM_ERR_RANGE
- * also for a particle so many cell lengths away (~2^1023) that its place in the cell is lost. */
-int fmm_ewald_cell(long n, const double *xyz, const double *q, const double cell[9],
-                   double tolerance, double *phi, double *field, double *energy, double *virial,
-                   int threads);
 
 #ifdef __cplusplus
 }

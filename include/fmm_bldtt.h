@@ -76,12 +76,12 @@
  * CPU differ at that level too.
  *
  * Library code never prints, exits or aborts: every failure is a status code of enum
- * fmm_status (fmm.h). A failed call leaves the plan as it was before the call.
+ * fmm_status (fmm_common.h). A failed call leaves the plan as it was before the call.
  */
 #ifndef FMM_BLDTT_H
 #define FMM_BLDTT_H
 
-#include "fmm.h"
+#include "fmm_common.h"
 
 #ifdef __cplusplus
 extern "C" {

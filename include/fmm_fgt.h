@@ -56,12 +56,12 @@
  * of sum |q|) may differ from run to run; GPU and CPU differ at that level too.
  *
  * Library code never prints, exits or aborts: every failure is a status code of
- * enum fmm_status (include/fmm.h). A failed call leaves the plan as it was.
+ * enum fmm_status (include/fmm_common.h). A failed call leaves the plan as it was.
  */
 #ifndef FMM_FGT_H
 #define FMM_FGT_H
 
-#include "fmm.h"
+#include "fmm_common.h"
 
 #ifdef __cplusplus
 extern "C" {

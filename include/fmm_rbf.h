@@ -44,7 +44,7 @@
  *     fmm_rbf_destroy(p); if (rc) puts(fmm_rbf_strerror(rc));
  *
  * Library code never prints, exits or aborts: every failure is a status code of enum
- * fmm_status (fmm.h). A failed call leaves the plan as it was before the call.
+ * fmm_status (fmm_common.h). A failed call leaves the plan as it was before the call.
  *
  * What a caller must not do (undefined behaviour, not checked): use a plan after
  * fmm_rbf_destroy, or destroy it twice (fmm_rbf_destroy(NULL) does nothing); call functions on
@@ -65,7 +65,7 @@
 #ifndef FMM_RBF_H
 #define FMM_RBF_H
 
-#include "fmm.h"
+#include "fmm_common.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -6,7 +6,7 @@
 #include "core/harmonics.h"
 #include "core/panel.h"
 #include "core/reduce.h"
-#include "fmm.h"
+#include "fmm_common.h"
 
 #define CHUNK 32 /* target boxes per task */
 

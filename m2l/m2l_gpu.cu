@@ -6,7 +6,7 @@
 
 #include "core/octree.h"
 #include "core/cuda_status.cuh"
-#include "fmm.h"
+#include "fmm_common.h"
 
 static int pack_offset(int dx, int dy, int dz, int cls, int flag) {
     return (dx + 3) | (dy + 3) << 3 | (dz + 3) << 6 | cls << 9 | flag << 15;

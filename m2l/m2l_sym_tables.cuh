@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/cuda_status.cuh"
-#include "fmm.h"
+#include "fmm_common.h"
 #include "m2l/m2l_gpu.h"
 
 #define SYM_NQ 8 /* sign groups: axis sets A */

@@ -7,7 +7,7 @@
 #include "core/harmonics.h"
 #include "core/octree.h"
 #include "core/panel.h"
-#include "fmm.h"
+#include "fmm_common.h"
 
 static double reflection_sign(int f, int l, int m, int imag) {
     double s = 1.0;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "core/mathconst.h"
-#include "fmm.h"
+#include "fmm_common.h"
 
 static void reciprocal(pbc_cell *c) {
     const double *h = c->h;

@@ -16,7 +16,7 @@
 
 #include "core/harmonics.h"
 #include "core/mathconst.h"
-#include "fmm.h"
+#include "fmm_common.h"
 
 /* alpha V^(1/3) = 1.7 balances the real and reciprocal vector counts for compact cells. The near
  * images' terms -mu P_L are cancelled by the reciprocal sum, and where alpha^2 R^2 is large at a

@@ -11,7 +11,7 @@
 
 #include "core/mathconst.h"
 #include "core/scale.h"
-#include "fmm.h"
+#include "fmm_reference.h"
 #include "pbc/cell.h"
 
 /* The largest grid of integer triples the reciprocal sum may scan: a cell thin enough to need more

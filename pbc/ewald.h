@@ -1,5 +1,5 @@
-/* pbc/ewald.h - the Ewald sum behind fmm_ewald and fmm_ewald_cell (include/fmm.h), with its
- * splitting open to the tests: the sum does not depend on it, up to the truncation errors. */
+/* pbc/ewald.h - the Ewald sum behind fmm_ewald and fmm_ewald_cell (include/fmm_reference.h), with
+ * its splitting open to the tests: the sum does not depend on it, up to the truncation errors. */
 #ifndef FMM_PBC_EWALD_H
 #define FMM_PBC_EWALD_H
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fmm.h"
+#include "fmm_common.h"
 
 /* quickselect: order idx[lo..hi) so that the k-th (absolute) element is in place along dim */
 static void select_k(long *idx, const double *xyz, int dim, long lo, long hi, long k) {

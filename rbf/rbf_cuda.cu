@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "core/cuda_status.cuh"
-#include "fmm.h"
+#include "fmm_common.h"
 #include "rbf/rbf_internal.h"
 
 #define RBF_BLOCK 128

@@ -14,7 +14,7 @@
  * is the cost of device-side launches, not speed.
  */
 #include "core/cuda_status.cuh"
-#include "fmm.h"
+#include "fmm_common.h"
 #include "m2l/bench/m2l_variants.cuh"
 #include "m2l/bench/m2l_variants.h"
 

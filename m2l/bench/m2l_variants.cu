@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "core/cuda_status.cuh"
-#include "fmm.h"
+#include "fmm_common.h"
 #include "m2l/bench/m2l_variants.cuh"
 
 /* ---- tiled: per-offset class GEMM over a tile of same-parity targets ---- */
