@@ -13,10 +13,8 @@
 #include "pbc/cell_table.h"
 #include "pbc/lattice.h"
 
-/* sum[0] = sum q_i 2^-e, sum[1] = sum |q_i| 2^-e (per-thread slots, core/reduce.h), and the
- * largest |q_i| (*qmax) and whether one is not finite (*bad); q double, or float with f32 */
-static int charge_sums(long n, const void *q, int f32, int e, int threads, double sum[2],
-                       double *qmax, int *bad) {
+int fmm_charge_sums(long n, const void *q, int f32, int e, int threads, double sum[2], double *qmax,
+                    int *bad) {
     const int nt = threads > 0 ? threads : omp_get_max_threads();
     double *slots = calloc(2 * (size_t)nt, sizeof(double)), m = 0.0;
     if (!slots) return FMM_ERR_NOMEM;
@@ -44,12 +42,12 @@ static int charge_sums(long n, const void *q, int f32, int e, int threads, doubl
  * *charged (a net charge, PBC_CHARGED) and *qexp (their scale exponent, core/scale.h). */
 static int charge_check(long n, const void *q, int f32, int threads, int *charged, int *qexp) {
     double sum[2], qmax;
-    int bad, rc = charge_sums(n, q, f32, 0, threads, sum, &qmax, &bad);
+    int bad, rc = fmm_charge_sums(n, q, f32, 0, threads, sum, &qmax, &bad);
     if (rc) return rc;
     if (bad) return FMM_ERR_NONFINITE;
     *qexp = fmm_scale_exponent(qmax);
     /* sums of extreme charges are taken again in their units, where they cannot overflow */
-    if (*qexp && (rc = charge_sums(n, q, f32, *qexp, threads, sum, &qmax, &bad))) return rc;
+    if (*qexp && (rc = fmm_charge_sums(n, q, f32, *qexp, threads, sum, &qmax, &bad))) return rc;
     *charged = PBC_CHARGED(sum[0], sum[1]);
     return FMM_OK;
 }
@@ -136,25 +134,22 @@ static int gpu_execute(fmm_plan *P, const void *q, void *phi, void *field, int f
 /* q, phi, field in double or (f32, CUDA plans only) in single precision; d_force (CUDA plans only,
    phi and field NULL): the forces scale q_i E_i on the device, ordered against `stream` */
 
-static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, double *energy,
-                   double *virial, float *d_force, double scale, void *stream) {
-    if (!P) return FMM_ERR_ARG;
-    if (!P->have_pts) return FMM_ERR_NOPTS;
+/* The evaluation after the charges' check (execute's arguments, with the charges' net charge and
+ * scale exponent). A distributed rank (P->dist) writes the outputs of its home particles and
+ * joins the collectives of fmm/dist.c whatever its status, so that no other rank waits on it. */
+static int evaluate(fmm_plan *P, const void *q, int charged, int qexp, void *phi, void *field,
+                    int f32, double *energy, double *virial, float *d_force, double scale,
+                    void *stream) {
     const octree *t = &P->tree;
-    const long n = plan_points(P);
-    if (!q && !P->q_n) return FMM_ERR_ARG;
-    if (P->excl.natoms > n) return FMM_ERR_NPTS;
-    int charged = P->q_charged, qexp = P->q_exp;
-    if (q) {
-        int rc = charge_check(n, q, f32, P->opts.threads, &charged, &qexp);
-        if (rc) return rc;
-    }
+    const long n = plan_points(P), nout = P->dist ? P->dist->nhome : n;
     /* vacuum (dipole) boundary diverges for a charged cell */
     if (P->opts.periodic && P->opts.boundary == FMM_BOUNDARY_VACUUM && charged)
         return FMM_ERR_BOUNDARY;
     P->virial = virial && P->opts.periodic;
+    int rc = FMM_OK;
     if (P->virial && !P->vtab) {
-        int n2 = harm_ncoef(2 * P->p), rc = FMM_ERR_NOMEM;
+        int n2 = harm_ncoef(2 * P->p);
+        rc = FMM_ERR_NOMEM;
         P->vtab = malloc(sizeof(double) * 18 * (size_t)n2);
         if (P->vtab && P->is_cell) { /* the cell's table again, with its strain derivatives */
             double *a = malloc(sizeof(double) * 2 * (size_t)n2);
@@ -173,7 +168,7 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
         if (rc) {
             free(P->vtab);
             P->vtab = NULL;
-            return rc;
+            if (!P->dist) return rc;
         }
     }
 #ifdef FMM_HAVE_CUDA
@@ -181,19 +176,23 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
         return gpu_execute(P, q, phi, field, f32, energy, virial, d_force, scale, stream, charged,
                            qexp);
 #else
-    (void)d_force, (void)scale, (void)stream; /* CUDA plans only */
+    (void)f32, (void)d_force, (void)scale, (void)stream; /* CUDA plans only */
 #endif
     if (q && P->q_n < n) { /* room to keep these charges for a later q = NULL */
         double *k = realloc(P->qkeep, sizeof(double) * (size_t)n);
-        if (!k) return FMM_ERR_NOMEM;
-        P->qkeep = k;
+        if (k)
+            P->qkeep = k;
+        else if (!rc)
+            rc = FMM_ERR_NOMEM;
     }
     int *iperm = NULL; /* caller index -> tree position, for the exclusions */
     const int nt = P->opts.threads > 0 ? P->opts.threads : omp_get_max_threads();
     double *uslot = calloc((size_t)nt, sizeof(double)); /* the energy, per thread (core/reduce.h) */
-    if (!uslot || (P->excl.npairs > 0 && !(iperm = malloc(sizeof(int) * (size_t)n)))) {
-        free(uslot);
-        return FMM_ERR_NOMEM;
+    if (!uslot || (P->excl.npairs > 0 && !(iperm = malloc(sizeof(int) * (size_t)n))))
+        rc = FMM_ERR_NOMEM;
+    if (rc && !P->dist) {
+        free(uslot), free(iperm);
+        return rc;
     }
     const double *qc = q ? q : P->qkeep;
     double *phid = phi, *fieldd = field;
@@ -201,13 +200,16 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
     int saved = omp_get_max_threads();
     if (P->opts.threads > 0) omp_set_num_threads(P->opts.threads);
     const double fq = ldexp(1.0, -qexp);
+    double *qh = P->dist ? P->dist->qh : NULL;
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; ++i) {
         P->q[i] = qexp ? fmm_pow2(qc[t->perm[i]], fq, -qexp) : qc[t->perm[i]];
         if (iperm) iperm[t->perm[i]] = (int)i;
+        if (qh) qh[i] = t->perm[i] < nout ? P->q[i] : 0.0;
     }
     if (P->is_cell && P->virial) memset(P->fimg, 0, sizeof(double) * 3 * (size_t)P->nimg);
-    int rc = fmm_upward(P);
+    if (rc == FMM_OK) rc = fmm_upward(P);
+    if (P->dist) rc = fmm_dist_sum_multipoles(P, rc);
     if (rc == FMM_OK) rc = fmm_interactions(P);
     if (rc == FMM_OK && P->is_cell) {
         /* the far images (one M2L at the root, charge included) and the near ones */
@@ -219,25 +221,34 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
     if (rc == FMM_OK && P->is_cell)
         rc = img_to_particles(&P->img, P->p, P->npad, t, P->q, P->W, P->phi, P->ex, P->ey, P->ez,
                               P->virial ? P->fimg : NULL);
-    if (rc == FMM_OK) {
+    if (P->dist) {
+        rc = fmm_dist_corrections(P, rc);
+    } else if (rc == FMM_OK) {
         if (t->periodic) fmm_periodic_corrections(P);
         if (P->is_cell) fmm_cell_corrections(P);
-        const double *c = t->box[0].c;
+    }
+    double ehome = 0.0; /* the energy of the particles whose outputs this plan writes */
+    if (rc == FMM_OK) {
+        const double *c = t->box[0].c, *qo = fmm_home_charges(P);
 #pragma omp parallel num_threads(nt)
         {
             double *u = uslot + omp_get_thread_num();
 #pragma omp for schedule(static)
             for (long i = 0; i < n; ++i) {
                 long j = t->perm[i];
+                if (j >= nout) continue; /* a distributed rank's halo or placeholder */
                 if (phid) phid[j] = P->phi[i];
                 if (fieldd)
                     fieldd[3 * j] = P->ex[i], fieldd[3 * j + 1] = P->ey[i],
                                fieldd[3 * j + 2] = P->ez[i];
-                *u += 0.5 * P->q[i] * P->phi[i];
+                *u += 0.5 * qo[i] * P->phi[i];
             }
         }
-        if (energy) fmm_sum_slots(uslot, nt, 1, energy);
-        if (virial && P->opts.periodic) {
+        fmm_sum_slots(uslot, nt, 1, &ehome);
+        if (energy) *energy = ehome;
+        if (P->dist) {
+            /* the sums over ranks, below */
+        } else if (virial && P->opts.periodic) {
             rc = fmm_periodic_virial_cpu(P, virial);
         } else if (virial) {
             /* open boundary: W_ab = sum_i q_i E_i,a (x_i - c)_b, symmetrised, c the centre of the
@@ -254,6 +265,7 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
                     virial[3 * a + b] = 0.5 * (Wv[3 * a + b] + Wv[3 * b + a]);
         }
     }
+    if (P->dist) rc = fmm_dist_outputs(P, rc, ehome, energy, virial);
     if (rc == FMM_OK) {
         rc = excl_apply(&P->excl, t->x, t->y, t->z, P->q, iperm, t->periodic ? t->side : 0.0,
                         P->is_cell ? &P->mi : NULL, P->opts.threads, phid, fieldd, energy, virial);
@@ -263,11 +275,31 @@ static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, 
             memcpy(P->qkeep, q, sizeof(double) * (size_t)n);
             P->q_n = n, P->q_charged = charged, P->q_exp = qexp;
         }
-        rc = finish_outputs(P, n, phid, fieldd, 0, energy, virial, qexp);
+        rc = finish_outputs(P, nout, phid, fieldd, 0, energy, virial, qexp);
     }
     free(iperm), free(uslot);
     if (P->opts.threads > 0) omp_set_num_threads(saved);
     return rc;
+}
+
+static int execute(fmm_plan *P, const void *q, void *phi, void *field, int f32, double *energy,
+                   double *virial, float *d_force, double scale, void *stream) {
+    if (!P) return FMM_ERR_ARG;
+    if (!P->have_pts) return FMM_ERR_NOPTS;
+    const long n = plan_points(P);
+    if (!q && !P->q_n) return FMM_ERR_ARG;
+    if (P->excl.natoms > n) return FMM_ERR_NPTS;
+    int charged = P->q_charged, qexp = P->q_exp;
+    if (q) {
+        int rc = charge_check(n, q, f32, P->opts.threads, &charged, &qexp);
+        if (rc) return rc;
+    }
+    return evaluate(P, q, charged, qexp, phi, field, f32, energy, virial, d_force, scale, stream);
+}
+
+int fmm_execute_checked(fmm_plan *P, const double *q, int charged, int qexp, double *phi,
+                        double *field, double *energy, double *virial) {
+    return evaluate(P, q, charged, qexp, phi, field, 0, energy, virial, NULL, 0.0, NULL);
 }
 
 int fmm_execute(fmm_plan *P, const double *q, double *phi, double *field, double *energy,

@@ -4,6 +4,7 @@
  *   fmm/passes.c     the CPU passes: upward, interaction lists, downward, leaves
  *   fmm/periodic.c   the periodic corrections and the virial
  *   fmm/execute.c    execute: charges in, the passes in order, outputs in the caller's units
+ *   fmm/dist.c       the distributed plan (include/fmm_dist.h): one rank's part of these passes
  * The CUDA side is fmm/fmm_cuda.h; the near images of a general cell fmm/images.h. */
 #ifndef FMM_FMM_INTERNAL_H
 #define FMM_FMM_INTERNAL_H
@@ -17,6 +18,21 @@
 #include "fmm/images.h"
 #include "m2l/operators.h"
 #include "pbc/cell.h"
+
+typedef struct fmm_dist_plan fmm_dist_plan;
+
+/* A rank of a distributed plan (fmm/dist.c, docs/distributed.md). Its fmm_plan holds the rank's
+ * home particles (the caller's indices 0 .. nhome-1), the halo and a placeholder of charge 0 in
+ * every leaf of the global tree where it has neither, so that its tree has the global tree's
+ * boxes in the global order. The passes then run only over the boxes with home particles. */
+typedef struct fmm_dist_rank {
+    fmm_dist_plan *plan; /* the collectives of fmm/dist.c */
+    long nhome;
+    double *qh;             /* [n] tree order: the home charges, 0 for the others */
+    unsigned char *home;    /* [nbox] a home particle lies in the box */
+    oct_list vown, vshared; /* the V lists of the home boxes whose image forces (virial) this rank
+                               counts, and of the other home boxes (each box is counted once) */
+} fmm_dist_rank;
 
 struct fmm_plan {
     fmm_opts opts;
@@ -65,9 +81,21 @@ struct fmm_plan {
     pbc_cell cell;    /* in the plan's units */
     pbc_min_image mi; /* minimum images in that cell (exclusions) */
     img_lists img;
-    img_cache imgc; /* the image M2L operators, kept across fmm_setpts calls */
-    double *fimg;   /* [3 nimg] total force of each near image on the cell (virial) */
+    img_cache imgc;      /* the image M2L operators, kept across fmm_setpts calls */
+    double *fimg;        /* [3 nimg] total force of each near image on the cell (virial) */
+    fmm_dist_rank *dist; /* a distributed plan's rank; NULL for a plan of all the particles */
 };
+
+/* the charges of the particles whose outputs count (the energy, the multipoles, the virial's
+   image forces): all of them, or a distributed rank's home particles */
+static inline const double *fmm_home_charges(const fmm_plan *P) {
+    return P->dist ? P->dist->qh : P->q;
+}
+
+/* whether box b holds particles whose outputs this plan computes */
+static inline int fmm_home_box(const fmm_plan *P, int b) {
+    return !P->dist || P->dist->home[b];
+}
 
 /* reflection flags (core/panel.h sign patterns) taking octant 7 (+,+,+) to octant o */
 static inline unsigned char octant_flags(int o) {
@@ -86,6 +114,25 @@ int fmm_upward(fmm_plan *P);
 int fmm_interactions(fmm_plan *P);
 int fmm_downward(fmm_plan *P);
 int fmm_leaves(fmm_plan *P);
+
+/* fmm/execute.c: sum[0] = sum q_i 2^-e, sum[1] = sum |q_i| 2^-e (per-thread slots,
+ * core/reduce.h), the largest |q_i| (*qmax) and whether one is not finite (*bad); q double, or
+ * float with f32 */
+int fmm_charge_sums(long n, const void *q, int f32, int e, int threads, double sum[2], double *qmax,
+                    int *bad);
+
+/* fmm/execute.c: the evaluation of the charges q (caller order) whose net charge (charged) and
+ * scale exponent (qexp) the caller has taken (a distributed rank: over all ranks) */
+int fmm_execute_checked(fmm_plan *P, const double *q, int charged, int qexp, double *phi,
+                        double *field, double *energy, double *virial);
+
+/* fmm/dist.c: a distributed rank's collectives inside the evaluation (each joins with the rank's
+ * status rc and returns rc, or FMM_DIST_ERR_COMM when another rank failed): the multipoles
+ * summed over ranks; the periodic corrections with the global charge moments; the energy (ehome:
+ * this rank's part) and the virial summed over ranks (energy and virial may be NULL) */
+int fmm_dist_sum_multipoles(fmm_plan *P, int rc);
+int fmm_dist_corrections(fmm_plan *P, int rc);
+int fmm_dist_outputs(fmm_plan *P, int rc, double ehome, double *energy, double *virial);
 
 /* fmm/periodic.c: corrections of phi and the field after the passes, and the virial */
 void fmm_periodic_corrections(fmm_plan *P);

@@ -1,5 +1,6 @@
 /* The Coulomb FMM's CPU passes (fmm/fmm_internal.h): upward (P2M, M2M), interaction lists (M2L,
- * P2L), downward (L2L), leaves (L2P, M2P, P2P), with the virial's per-image forces. */
+ * P2L), downward (L2L), leaves (L2P, M2P, P2P), with the virial's per-image forces. A distributed
+ * rank (fmm_dist_rank) runs them over its home boxes only (fmm_home_box). */
 #include "fmm/fmm_internal.h"
 
 #include <stdlib.h>
@@ -27,7 +28,8 @@ static inline double box_side(const octree *t, int level) {
 /* Child-parent translations of one level, grouped by child octant: PANEL_NB at a time,
  * sources gathered with the octant's reflection signs, one factored operator, results
  * scattered with the same signs. For the M2M (up) several octants write the same parent, so
- * the octants go one after the other; for the L2L (down) every child is written once. */
+ * the octants go one after the other; for the L2L (down) every child is written once. Only
+ * the children that are home boxes (all boxes but on a distributed rank). */
 static int child_translations(fmm_plan *P, int level, int up) {
     const octree *t = &P->tree;
     const int np = P->npad, b0 = t->level_start[level], b1 = t->level_start[level + 1];
@@ -41,13 +43,15 @@ static int child_translations(fmm_plan *P, int level, int up) {
     int *child = idx, *parent = idx + nb, start[9] = {0};
     for (int b = b0; b < b1; ++b) {
         const oct_box *B = &t->box[b];
-        start[1 + ((B->ix[0] & 1) | (B->ix[1] & 1) << 1 | (B->ix[2] & 1) << 2)]++;
+        if (fmm_home_box(P, b))
+            start[1 + ((B->ix[0] & 1) | (B->ix[1] & 1) << 1 | (B->ix[2] & 1) << 2)]++;
     }
     for (int o = 0; o < 8; ++o) start[o + 1] += start[o];
     int pos[8];
     memcpy(pos, start, sizeof pos);
     for (int b = b0; b < b1; ++b) {
         const oct_box *B = &t->box[b];
+        if (!fmm_home_box(P, b)) continue;
         int o = (B->ix[0] & 1) | (B->ix[1] & 1) << 1 | (B->ix[2] & 1) << 2, k = pos[o]++;
         child[k] = b, parent[k] = B->parent, flg[k] = octant_flags(o);
     }
@@ -57,7 +61,7 @@ static int child_translations(fmm_plan *P, int level, int up) {
     const factored_op *op = up ? &P->m2m : &P->l2l;
     int fail = 0;
     for (int o = 0; o < (up ? 8 : 1); ++o) {
-        int e_begin = up ? start[o] : 0, e_end = up ? start[o + 1] : nb;
+        int e_begin = up ? start[o] : 0, e_end = up ? start[o + 1] : start[8];
 #pragma omp parallel reduction(| : fail)
         {
             double *A = aligned_alloc(64, sizeof(double) * PANEL_NB * (size_t)np);
@@ -81,13 +85,14 @@ static int child_translations(fmm_plan *P, int level, int up) {
 int fmm_upward(fmm_plan *P) {
     const octree *t = &P->tree;
     const int np = P->npad;
+    const double *qh = fmm_home_charges(P);
     memset(P->W, 0, sizeof(double) * (size_t)t->nbox * np);
 #pragma omp parallel for schedule(dynamic, 16)
     for (int i = 0; i < t->nleaf; ++i) {
         const oct_box *B = &t->box[t->leaves[i]];
+        if (!fmm_home_box(P, t->leaves[i])) continue;
         harm_p2m(P->p, box_side(t, B->level), B->c, B->end - B->begin, t->x + B->begin,
-                 t->y + B->begin, t->z + B->begin, P->q + B->begin,
-                 P->W + (size_t)t->leaves[i] * np);
+                 t->y + B->begin, t->z + B->begin, qh + B->begin, P->W + (size_t)t->leaves[i] * np);
     }
     for (int l = t->depth; l >= 1; --l) {
         int rc = child_translations(P, l, 1);
@@ -124,6 +129,18 @@ static void add_chunk_forces(fmm_plan *P, double *fsc, int nch) {
     free(fsc);
 }
 
+/* The V lists of one level. A distributed rank's home boxes go in two parts: the image forces
+ * (virial) of the boxes it counts, then the others without (fmm_dist_rank). */
+static int m2l_level(fmm_plan *P, int level) {
+    double *fs = P->virial ? P->fshift : NULL;
+    if (!P->dist) return m2l_cpu_level(&P->ops, &P->tree, level, P->W, P->U, fs);
+    octree part = P->tree;
+    part.V = P->dist->vown;
+    int rc = m2l_cpu_level(&P->ops, &part, level, P->W, P->U, fs);
+    part.V = P->dist->vshared;
+    return rc ? rc : m2l_cpu_level(&P->ops, &part, level, P->W, P->U, NULL);
+}
+
 int fmm_interactions(fmm_plan *P) {
     const octree *t = &P->tree;
     const int np = P->npad;
@@ -141,7 +158,7 @@ int fmm_interactions(fmm_plan *P) {
             fmm_matvec_add(nc, P->near_op, P->W, P->U); /* the 26 nearest images, charge included */
     }
     for (int l = 1; l <= t->depth; ++l) {
-        int rc = m2l_cpu_level(&P->ops, t, l, P->W, P->U, P->virial ? P->fshift : NULL);
+        int rc = m2l_level(P, l);
         if (rc) return rc;
     }
     /* X list: particles of coarser leaves straight into the local expansion, unless the box has
@@ -154,7 +171,7 @@ int fmm_interactions(fmm_plan *P) {
         for (int b = ch * XCHUNK; b < t->nbox && b < (ch + 1) * XCHUNK; ++b) {
             const oct_box *B = &t->box[b];
             double tmp[HARM_NPAD_MAX], *fs = fsc ? fsc + 81 * (size_t)ch : NULL;
-            if (direct_cheaper(P, B->end - B->begin)) continue;
+            if (direct_cheaper(P, B->end - B->begin) || !fmm_home_box(P, b)) continue;
             for (long e = t->X.start[b]; e < t->X.start[b + 1]; ++e) {
                 const oct_box *C = &t->box[t->X.box[e]];
                 double s[3], c[3], h = box_side(t, B->level);
@@ -215,6 +232,7 @@ int fmm_leaves(fmm_plan *P) {
             double *phi = P->phi + s0, *ex = P->ex + s0, *ey = P->ey + s0, *ez = P->ez + s0;
             memset(phi, 0, sizeof(double) * m), memset(ex, 0, sizeof(double) * m);
             memset(ey, 0, sizeof(double) * m), memset(ez, 0, sizeof(double) * m);
+            if (!fmm_home_box(P, b)) continue;
             if (B->level >= 2 || t->periodic || P->is_cell)
                 harm_l2p(P->p, box_side(t, B->level), B->c, P->U + (size_t)b * np, m, x, y, z, phi,
                          ex, ey, ez);
@@ -226,7 +244,7 @@ int fmm_leaves(fmm_plan *P) {
             /* the image-tagged buffers exist only for the virial (no offsets of a NULL buf) */
             double *bp = buf, *bx = buf ? buf + m : NULL, *by = buf ? buf + 2 * m : NULL,
                    *bz = buf ? buf + 3 * m : NULL;
-            const double *qs = P->q + s0;
+            const double *qs = fmm_home_charges(P) + s0; /* the image forces on home targets */
             for (long e = t->W.start[b]; e < t->W.start[b + 1]; ++e) {
                 const oct_box *C = &t->box[t->W.box[e]];
                 double s[3], c[3];

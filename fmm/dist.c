@@ -1,0 +1,594 @@
+/* The distributed Coulomb FMM (include/fmm_dist.h, docs/distributed.md): each rank builds the
+ * global tree's geometry over its home particles, its halo and placeholders, and runs the passes
+ * of fmm/passes.c over its home boxes; the multipoles, the charge moments, the energy and the
+ * virial are summed over ranks through the caller's fmm_comm. */
+#include "fmm_dist.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/harmonics.h"
+#include "core/scale.h"
+#include "fmm/fmm_internal.h"
+#include "pbc/lattice.h"
+
+struct fmm_dist_plan {
+    fmm_comm comm;
+    fmm_plan *P; /* this rank's plan: home particles, halo, placeholders */
+    fmm_dist_rank R;
+    long nloc, nhalo;
+    size_t *cnt;   /* [4 size]: halo particles sent to, and received from, each rank, and where */
+    long *send;    /* [sum of the sent counts]: the home indices sent, rank by rank */
+    double *qloc;  /* [nloc] charges in the plan's order: home, halo, placeholders (0) */
+    double ext[6]; /* the particles' extent in the plan's units: minima, minima of the negatives */
+    double g[3];   /* the origin of the virial's sum F (x) Y (fmm/periodic.c), plan's units */
+    double mom[6]; /* the last evaluation's global Q, sum |q|, dipole, second moment */
+    long nglobal;
+};
+
+/* ------------------------------------------------------------------ collectives */
+
+static int comm_rc(int cb) {
+    return cb ? FMM_DIST_ERR_COMM : FMM_OK;
+}
+
+/* Sums buf[0..n-1] over ranks together with the ranks' statuses: rc, or FMM_DIST_ERR_COMM where
+ * this rank is fine and another is not. buf has n + 1 entries (the last is the flag). */
+static int allreduce_rc(const fmm_dist_plan *D, double *buf, size_t n, int rc) {
+    buf[n] = rc ? 1.0 : 0.0;
+    int c = D->comm.allreduce_sum(D->comm.ctx, buf, n + 1);
+    if (c) return rc ? rc : FMM_DIST_ERR_COMM;
+    return rc ? rc : buf[n] > 0 ? FMM_DIST_ERR_COMM : FMM_OK;
+}
+
+static int agree(const fmm_dist_plan *D, int rc) {
+    double f[1];
+    return allreduce_rc(D, f, 0, rc);
+}
+
+/* ------------------------------------------------------------------ leaves of the global tree */
+
+static uint64_t leaf_key(const int64_t ix[3]) {
+    return (uint64_t)ix[0] | (uint64_t)ix[1] << 21 | (uint64_t)ix[2] << 42;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static long unique_u64(uint64_t *k, long n) {
+    long m = 0;
+    for (long i = 0; i < n; ++i)
+        if (m == 0 || k[i] != k[m - 1]) k[m++] = k[i];
+    return m;
+}
+
+static int in_sorted(const uint64_t *k, long n, uint64_t v) {
+    return bsearch(&v, k, (size_t)n, sizeof *k, cmp_u64) != NULL;
+}
+
+/* The uniform depth of the global tree: the plan's, or the smallest (at least 1) whose leaves
+ * hold at most the plan's leaf size on average. */
+static int global_depth(const fmm_plan *P, long n) {
+    if (P->opts.depth > 0) return P->opts.depth;
+    int d = 1;
+    while (d < FMM_DEPTH_MAX && (double)n > P->leaf * ldexp(1.0, 3 * d)) ++d;
+    return d;
+}
+
+/* ------------------------------------------------------------------ plan */
+
+static void free_rank(fmm_dist_rank *R) {
+    free(R->qh), free(R->home);
+    free(R->vown.start), free(R->vown.box), free(R->vown.aux);
+    free(R->vshared.start), free(R->vshared.box), free(R->vshared.aux);
+    memset(&R->vown, 0, sizeof R->vown), memset(&R->vshared, 0, sizeof R->vshared);
+    R->qh = NULL, R->home = NULL, R->nhome = 0;
+}
+
+static void free_points(fmm_dist_plan *D) {
+    free_rank(&D->R);
+    free(D->cnt), free(D->send), free(D->qloc);
+    D->cnt = NULL, D->send = NULL, D->qloc = NULL;
+    D->nloc = D->nhalo = D->nglobal = 0;
+    D->P->dist = NULL;
+}
+
+int fmm_dist_makeplan(const fmm_opts *opts, const double *box, const fmm_comm *comm,
+                      fmm_dist_plan **plan) {
+    if (!opts || !plan || !comm) return FMM_ERR_ARG;
+    *plan = NULL;
+    if (comm->size < 1 || comm->rank < 0 || comm->rank >= comm->size || !comm->allreduce_sum ||
+        !comm->allgather || !comm->alltoallv)
+        return FMM_ERR_ARG;
+    if (opts->device == FMM_DEVICE_CUDA) return FMM_ERR_DEVICE;
+    if (opts->depth == 0) return FMM_ERR_DEPTH;
+    if (!opts->periodic || !box) return FMM_ERR_UNSUPPORTED;
+    fmm_dist_plan *D = calloc(1, sizeof *D);
+    if (!D) return FMM_ERR_NOMEM;
+    int rc = fmm_makeplan(opts, box, &D->P);
+    if (rc == FMM_OK && D->P->is_cell) rc = FMM_ERR_UNSUPPORTED; /* a cube only, for now */
+    if (rc) {
+        fmm_destroy(D->P);
+        free(D);
+        return rc;
+    }
+    D->comm = *comm;
+    D->R.plan = D;
+    *plan = D;
+    return FMM_OK;
+}
+
+void fmm_dist_destroy(fmm_dist_plan *D) {
+    if (!D) return;
+    free_points(D);
+    fmm_destroy(D->P);
+    free(D);
+}
+
+int fmm_dist_get_info(const fmm_dist_plan *D, fmm_info *info) {
+    if (!D || !info) return FMM_ERR_ARG;
+    return fmm_get_info(D->P, info);
+}
+
+/* ------------------------------------------------------------------ setpts */
+
+/* a home leaf as the other ranks see it: its key, the rank, and the position of one of its
+   particles (the caller's coordinates), which stands for the leaf where a rank has no particle */
+typedef struct leaf_rec {
+    uint64_t key, rank;
+    double x[3];
+} leaf_rec;
+
+/* a halo particle: the caller's coordinates and its leaf */
+typedef struct halo_rec {
+    double x[3];
+    uint64_t key;
+} halo_rec;
+
+/* by key, then rank */
+static int cmp_rec(const void *a, const void *b) {
+    const leaf_rec *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* the first of the m sorted records whose key is >= k */
+static long lower_rec(const leaf_rec *pr, long m, uint64_t k) {
+    long lo = 0, hi = m;
+    while (lo < hi) {
+        long mid = lo + (hi - lo) / 2;
+        if (pr[mid].key < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The halo: for each home leaf, the ranks with home particles in a leaf next to it (periodic
+ * images included) get its particles. pr: every rank's home leaves, sorted (m of them); key[i]:
+ * home particle i's leaf, ord: the home particles grouped by leaf. Fills
+ * cnt[0..size) (particles to each rank) and, with send non-NULL, the indices rank by rank. */
+static int halo_sends(const fmm_dist_plan *D, int depth, const leaf_rec *pr, long m,
+                      const uint64_t *key, const long *ord, long nhome, size_t *cnt, long *send) {
+    const int size = D->comm.size, me = D->comm.rank;
+    const int64_t nl = (int64_t)1 << depth;
+    size_t *pos = cnt + size; /* scratch: where each rank's indices go next */
+    if (send) {
+        pos[0] = 0;
+        for (int r = 1; r < size; ++r) pos[r] = pos[r - 1] + cnt[r - 1];
+    }
+    for (int r = 0; r < size; ++r) cnt[r] = 0;
+    long *mark = malloc(sizeof(long) * (size_t)size); /* the leaf that last marked a rank */
+    int *dest = malloc(sizeof(int) * (size_t)size);
+    if (!mark || !dest) {
+        free(mark), free(dest);
+        return FMM_ERR_NOMEM;
+    }
+    for (int r = 0; r < size; ++r) mark[r] = -1;
+    for (long a = 0; a < nhome;) {
+        const uint64_t k = key[ord[a]];
+        long b = a;
+        while (b < nhome && key[ord[b]] == k) ++b;
+        const int64_t c[3] = {(int64_t)(k & 0x1fffff), (int64_t)(k >> 21 & 0x1fffff),
+                              (int64_t)(k >> 42)};
+        int nd = 0;
+        for (int s = 0; s < 27; ++s) {
+            int64_t j[3] = {c[0] + s % 3 - 1, c[1] + s / 3 % 3 - 1, c[2] + s / 9 - 1};
+            for (int d = 0; d < 3; ++d) j[d] = (j[d] + nl) % nl;
+            const uint64_t kj = leaf_key(j);
+            for (long e = lower_rec(pr, m, kj); e < m && pr[e].key == kj; ++e) {
+                const int r = (int)pr[e].rank;
+                if (r != me && mark[r] != a) mark[r] = a, dest[nd++] = r;
+            }
+        }
+        for (int t = 0; t < nd; ++t) {
+            const int r = dest[t];
+            if (send)
+                for (long i = a; i < b; ++i) send[pos[r] + cnt[r] + (size_t)(i - a)] = ord[i];
+            cnt[r] += (size_t)(b - a);
+        }
+        a = b;
+    }
+    free(mark), free(dest);
+    return FMM_OK;
+}
+
+/* After the plan's setpts: the charges' buffer, the home boxes, which rank counts each box's
+ * image forces (the lowest with home particles below it), and the two V lists. */
+static int build_rank(fmm_dist_plan *D, const leaf_rec *pr, long m) {
+    fmm_plan *P = D->P;
+    const octree *t = &P->tree;
+    fmm_dist_rank *R = &D->R;
+    const int nbox = t->nbox;
+    R->qh = malloc(sizeof(double) * (size_t)(t->n > 0 ? t->n : 1));
+    R->home = calloc((size_t)nbox, 1);
+    int *owner = malloc(sizeof(int) * (size_t)nbox);
+    R->vown.start = calloc((size_t)nbox + 1, sizeof(long));
+    R->vshared.start = calloc((size_t)nbox + 1, sizeof(long));
+    if (!R->qh || !R->home || !owner || !R->vown.start || !R->vshared.start) {
+        free(owner);
+        return FMM_ERR_NOMEM;
+    }
+    for (int b = 0; b < nbox; ++b) owner[b] = D->comm.size;
+    for (int i = 0; i < t->nleaf; ++i) {
+        const int b = t->leaves[i];
+        const oct_box *B = &t->box[b];
+        for (long j = B->begin; j < B->end; ++j) R->home[b] |= t->perm[j] < R->nhome;
+        const int64_t ix[3] = {B->ix[0], B->ix[1], B->ix[2]}; /* a leaf of the uniform tree */
+        const uint64_t k = leaf_key(ix);
+        long e = lower_rec(pr, m, k);
+        if (e < m && pr[e].key == k) owner[b] = (int)pr[e].rank;
+    }
+    /* boxes come level by level, so children follow their parents */
+    for (int b = nbox - 1; b > 0; --b) {
+        const int a = t->box[b].parent;
+        R->home[a] |= R->home[b];
+        if (owner[b] < owner[a]) owner[a] = owner[b];
+    }
+    const oct_list *V = &t->V;
+    for (int b = 0; b < nbox; ++b) {
+        const long len = R->home[b] ? V->start[b + 1] - V->start[b] : 0;
+        const int own = owner[b] == D->comm.rank;
+        R->vown.start[b + 1] = R->vown.start[b] + (own ? len : 0);
+        R->vshared.start[b + 1] = R->vshared.start[b] + (own ? 0 : len);
+    }
+    oct_list *L[2] = {&R->vown, &R->vshared};
+    int fail = 0;
+    for (int k = 0; k < 2; ++k) {
+        const size_t len = (size_t)L[k]->start[nbox] + 1;
+        L[k]->box = malloc(sizeof(int) * len);
+        L[k]->aux = malloc(sizeof(unsigned short) * len);
+        fail |= !L[k]->box || !L[k]->aux;
+    }
+    for (int b = 0; b < nbox && !fail; ++b) {
+        if (!R->home[b]) continue;
+        oct_list *to = owner[b] == D->comm.rank ? &R->vown : &R->vshared;
+        const long len = V->start[b + 1] - V->start[b];
+        memcpy(to->box + to->start[b], V->box + V->start[b], sizeof(int) * (size_t)len);
+        memcpy(to->aux + to->start[b], V->aux + V->start[b], sizeof(unsigned short) * (size_t)len);
+    }
+    free(owner);
+    return fail ? FMM_ERR_NOMEM : FMM_OK;
+}
+
+/* This rank's particles in the global tree's leaves: the plan's own tree of them (depth `depth`)
+ * gives each its leaf key (key[i]), the leaves sorted (hk, *nh of them) with a particle each
+ * (rep), the particles by leaf (ord), and their extent in the plan's units (ext: minima, then
+ * minima of the negatives). No particles: nothing (*nh = 0). */
+static int home_leaves(fmm_plan *P, long nhome, const double *xyz, int depth, uint64_t *key,
+                       uint64_t *hk, long *nh, long *ord, long *rep, double ext[6]) {
+    *nh = 0;
+    if (nhome == 0) return FMM_OK;
+    P->opts.depth = depth;
+    int rc = fmm_setpts(P, nhome, xyz);
+    if (rc) return rc;
+    const octree *t = &P->tree;
+    const double *xs[3] = {t->x, t->y, t->z};
+    long k = 0;
+    for (int i = 0; i < t->nleaf; ++i) { /* the leaves come in key order */
+        const oct_box *B = &t->box[t->leaves[i]];
+        const int64_t ix[3] = {B->ix[0], B->ix[1], B->ix[2]};
+        rep[*nh] = t->perm[B->begin], hk[(*nh)++] = leaf_key(ix);
+        for (long j = B->begin; j < B->end; ++j) {
+            key[t->perm[j]] = hk[*nh - 1], ord[k++] = t->perm[j];
+            for (int d = 0; d < 3; ++d)
+                ext[d] = fmin(ext[d], xs[d][j]), ext[3 + d] = fmin(ext[3 + d], -xs[d][j]);
+        }
+    }
+    return FMM_OK;
+}
+
+int fmm_dist_setpts(fmm_dist_plan *D, long nhome, const double *xyz) {
+    if (!D) return FMM_ERR_ARG;
+    const fmm_comm *C = &D->comm;
+    const int size = C->size;
+    fmm_plan *P = D->P;
+    int rc = nhome < 0 || (nhome > 0 && !xyz) ? FMM_ERR_ARG : FMM_OK;
+    if (!rc && nhome > (long)(SIZE_MAX / 64)) rc = FMM_ERR_NOMEM;
+    free_points(D);
+    /* the global count gives the depth */
+    double cnt[2] = {(double)(rc ? 0 : nhome), 0};
+    rc = allreduce_rc(D, cnt, 1, rc);
+    D->nglobal = (long)cnt[0];
+    if (!rc && D->nglobal < 1) rc = FMM_ERR_NPTS;
+    if (rc) return rc;
+    const int depth = global_depth(P, D->nglobal);
+    /* the home particles' leaves */
+    const size_t nh1 = (size_t)nhome + 1;
+    uint64_t *key = malloc(sizeof(uint64_t) * nh1), *hk = malloc(sizeof(uint64_t) * nh1);
+    long *ord = malloc(sizeof(long) * nh1), *rep = malloc(sizeof(long) * nh1), nh = 0;
+    double ext[6] = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
+    double *all = malloc(sizeof(double) * 8 * (size_t)size);
+    if (!key || !hk || !ord || !rep || !all) rc = FMM_ERR_NOMEM;
+    if (!rc) rc = home_leaves(P, nhome, xyz, depth, key, hk, &nh, ord, rep, ext);
+    rc = agree(D, rc);
+    /* every rank's count of home leaves and extent */
+    double mine[8] = {(double)nh, ext[0], ext[1], ext[2], ext[3], ext[4], ext[5], 0};
+    if (!rc) rc = comm_rc(C->allgather(C->ctx, mine, sizeof mine, all));
+    size_t *cn = NULL;
+    leaf_rec *pr = NULL, *sendpr = NULL;
+    long m = 0;
+    if (!rc) {
+        for (int r = 0; r < size; ++r) m += (long)all[8 * r];
+        double g[6] = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
+        for (int r = 0; r < size; ++r)
+            for (int k = 0; k < 6; ++k) g[k] = fmin(g[k], all[8 * r + 1 + k]);
+        memcpy(D->ext, g, sizeof D->ext);
+        cn = malloc(sizeof(size_t) * 4 * (size_t)size);
+        pr = malloc(sizeof(leaf_rec) * (size_t)(m + 1));
+        sendpr = malloc(sizeof(leaf_rec) * (size_t)(nh + 1));
+        if (!cn || !pr || !sendpr) rc = FMM_ERR_NOMEM;
+    }
+    rc = agree(D, rc);
+    /* every rank's home leaves, sorted by key and rank */
+    if (!rc) {
+        for (long i = 0; i < nh; ++i) {
+            sendpr[i].key = hk[i], sendpr[i].rank = (uint64_t)C->rank;
+            memcpy(sendpr[i].x, xyz + 3 * rep[i], sizeof sendpr[i].x);
+        }
+        size_t off = 0;
+        for (int r = 0; r < size; ++r) {
+            cn[r] = sizeof(leaf_rec) * (size_t)nh, cn[size + r] = 0;
+            cn[2 * size + r] = sizeof(leaf_rec) * (size_t)all[8 * r], cn[3 * size + r] = off;
+            off += cn[2 * size + r];
+        }
+        rc = comm_rc(C->alltoallv(C->ctx, sendpr, cn, cn + size, pr, cn + 2 * size, cn + 3 * size));
+    }
+    if (!rc) qsort(pr, (size_t)m, sizeof *pr, cmp_rec);
+    /* the halo: counts, then the particles */
+    size_t *hc = NULL;
+    halo_rec *sbuf = NULL;
+    double *loc = NULL;
+    long nsend = 0, nhalo = 0;
+    if (!rc && !(hc = calloc(8 * (size_t)size, sizeof(size_t)))) rc = FMM_ERR_NOMEM;
+    if (!rc) rc = halo_sends(D, depth, pr, m, key, ord, nhome, hc, NULL);
+    if (!rc) {
+        for (int r = 0; r < size; ++r) nsend += (long)hc[r];
+        D->send = malloc(sizeof(long) * (size_t)(nsend + 1));
+        sbuf = malloc(sizeof(halo_rec) * (size_t)(nsend + 1));
+        if (!D->send || !sbuf) rc = FMM_ERR_NOMEM;
+    }
+    if (!rc) rc = halo_sends(D, depth, pr, m, key, ord, nhome, hc, D->send);
+    rc = agree(D, rc);
+    if (!rc) {
+        for (long i = 0; i < nsend; ++i) {
+            memcpy(sbuf[i].x, xyz + 3 * D->send[i], sizeof sbuf[i].x);
+            sbuf[i].key = key[D->send[i]];
+        }
+        /* hc: [0, size) sent, [size, 2 size) their offsets, [2 size, 3 size) received, then theirs
+         */
+        for (int r = 0; r < size; ++r) {
+            hc[size + r] = r ? hc[size + r - 1] + hc[r - 1] : 0;
+            cn[r] = sizeof(size_t), cn[size + r] = sizeof(size_t) * (size_t)r;
+            cn[2 * size + r] = sizeof(size_t), cn[3 * size + r] = sizeof(size_t) * (size_t)r;
+        }
+        rc = comm_rc(
+            C->alltoallv(C->ctx, hc, cn, cn + size, hc + 2 * size, cn + 2 * size, cn + 3 * size));
+    }
+    halo_rec *hr = NULL;
+    if (!rc) {
+        for (int r = 0; r < size; ++r) {
+            hc[3 * size + r] = r ? hc[3 * size + r - 1] + hc[2 * size + r - 1] : 0;
+            nhalo += (long)hc[2 * size + r];
+        }
+        loc = malloc(sizeof(double) * 3 * (size_t)(nhome + nhalo + m + 1));
+        hr = malloc(sizeof(halo_rec) * (size_t)(nhalo + 1));
+        if (!loc || !hr) rc = FMM_ERR_NOMEM;
+    }
+    rc = agree(D, rc);
+    if (!rc) {
+        size_t *bc = hc + 4 * size; /* the same counts and offsets in bytes */
+        for (int k = 0; k < 4 * size; ++k) bc[k] = sizeof(halo_rec) * hc[k];
+        rc = comm_rc(C->alltoallv(C->ctx, sbuf, bc, bc + size, hr, bc + 2 * size, bc + 3 * size));
+    }
+    /* the rank's points: home, halo, and a stand-in of charge 0 for each leaf of the global tree
+       that has no particle here (a particle of that leaf from the rank that has it) */
+    long nloc = nhome + nhalo;
+    if (!rc) {
+        uint64_t *lk = malloc(sizeof(uint64_t) * (size_t)(nloc + 1));
+        if (!lk) rc = FMM_ERR_NOMEM;
+        if (!rc) {
+            if (nhome) memcpy(loc, xyz, sizeof(double) * 3 * (size_t)nhome);
+            memcpy(lk, key, sizeof(uint64_t) * (size_t)nhome);
+            for (long i = 0; i < nhalo; ++i) {
+                memcpy(loc + 3 * (nhome + i), hr[i].x, sizeof hr[i].x);
+                lk[nhome + i] = hr[i].key;
+            }
+            qsort(lk, (size_t)nloc, sizeof *lk, cmp_u64);
+            const long nk = unique_u64(lk, nloc);
+            for (long e = 0; e < m; ++e) {
+                if ((e > 0 && pr[e - 1].key == pr[e].key) || in_sorted(lk, nk, pr[e].key)) continue;
+                memcpy(loc + 3 * nloc++, pr[e].x, sizeof pr[e].x);
+            }
+        }
+        free(lk);
+    }
+    /* the rank's plan over the global tree's geometry */
+    if (!rc) {
+        P->opts.depth = depth;
+        rc = fmm_setpts(P, nloc, loc);
+    }
+    if (!rc) {
+        /* as fmm/periodic.c fmm_periodic_virial_cpu: the charges' middle when they fill a tiny
+           part of the cell far from its centre, else the centre */
+        const double *cc = P->tree.box[0].c;
+        double off = 0.0, e = 0.0;
+        for (int d = 0; d < 3; ++d) {
+            D->g[d] = 0.5 * (D->ext[d] - D->ext[3 + d]);
+            off = fmax(off, fabs(D->g[d] - cc[d])), e = fmax(e, -D->ext[3 + d] - D->ext[d]);
+        }
+        if (!(off > 0x1p16 * e))
+            for (int d = 0; d < 3; ++d) D->g[d] = cc[d];
+        D->R.nhome = nhome;
+        D->nloc = nloc, D->nhalo = nhalo;
+        rc = build_rank(D, pr, m);
+        D->qloc = calloc((size_t)nloc, sizeof(double));
+        D->cnt = hc, hc = NULL;
+        if (!rc && !D->qloc) rc = FMM_ERR_NOMEM;
+    }
+    rc = agree(D, rc);
+    if (rc)
+        free_points(D);
+    else
+        P->dist = &D->R;
+    free(key), free(hk), free(ord), free(rep), free(all), free(cn), free(pr), free(sendpr);
+    free(hc), free(sbuf), free(hr), free(loc);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ execute */
+
+int fmm_dist_execute(fmm_dist_plan *D, const double *q, double *phi, double *field, double *energy,
+                     double *virial) {
+    if (!D) return FMM_ERR_ARG;
+    fmm_plan *P = D->P;
+    if (!P->dist) return FMM_ERR_NOPTS;
+    const fmm_comm *C = &D->comm;
+    const int size = C->size;
+    const long nhome = D->R.nhome;
+    int rc = nhome > 0 && !q ? FMM_ERR_ARG : FMM_OK;
+    /* every rank's largest |q|, a charge that is not finite, what it asks for */
+    double sum[2], qmax = 0.0, mine[4], *all = malloc(sizeof(double) * 4 * (size_t)size);
+    int bad = 0;
+    if (!rc && nhome > 0) rc = fmm_charge_sums(nhome, q, 0, 0, P->opts.threads, sum, &qmax, &bad);
+    if (!all && !rc) rc = FMM_ERR_NOMEM;
+    rc = agree(D, rc);
+    mine[0] = qmax, mine[1] = bad, mine[2] = virial != NULL, mine[3] = 0;
+    if (!rc) rc = comm_rc(C->allgather(C->ctx, mine, sizeof mine, all));
+    if (!rc) {
+        double vir = 0;
+        for (int r = 0; r < size; ++r) {
+            qmax = fmax(qmax, all[4 * r]), bad |= all[4 * r + 1] != 0;
+            vir += all[4 * r + 2];
+        }
+        if (bad)
+            rc = FMM_ERR_NONFINITE;
+        else if (vir != 0 && vir != size)
+            rc = FMM_ERR_ARG; /* the virial on some ranks only */
+    }
+    free(all);
+    if (rc) return rc;
+    /* the halo's charges, and the net charge in the charges' units */
+    const int qexp = fmm_scale_exponent(qmax);
+    const size_t *hc = D->cnt;
+    double *sbuf = malloc(sizeof(double) * (size_t)(hc[size - 1] + hc[2 * size - 1] + 1));
+    size_t *bc = malloc(sizeof(size_t) * 4 * (size_t)size);
+    rc = agree(D, !sbuf || !bc ? FMM_ERR_NOMEM : FMM_OK);
+    if (!rc) {
+        for (int k = 0; k < 4 * size; ++k) bc[k] = sizeof(double) * hc[k];
+        for (size_t i = 0; i < hc[size - 1] + hc[2 * size - 1]; ++i) sbuf[i] = q[D->send[i]];
+        memcpy(D->qloc, q, sizeof(double) * (size_t)nhome);
+        rc = comm_rc(C->alltoallv(C->ctx, sbuf, bc, bc + size, D->qloc + nhome, bc + 2 * size,
+                                  bc + 3 * size));
+    }
+    free(sbuf), free(bc);
+    if (rc) return rc;
+    double qs[3] = {0, 0, 0};
+    if (nhome > 0) rc = fmm_charge_sums(nhome, q, 0, qexp, P->opts.threads, qs, &qmax, &bad);
+    rc = allreduce_rc(D, qs, 2, rc);
+    if (rc) return rc;
+    return fmm_execute_checked(P, D->qloc, PBC_CHARGED(qs[0], qs[1]), qexp, phi, field, energy,
+                               virial);
+}
+
+/* ------------------------------------------------------------------ inside the evaluation */
+
+int fmm_dist_sum_multipoles(fmm_plan *P, int rc) {
+    const fmm_dist_plan *D = P->dist->plan;
+    rc = agree(D, rc);
+    if (rc) return rc;
+    return comm_rc(
+        D->comm.allreduce_sum(D->comm.ctx, P->W, (size_t)P->tree.nbox * (size_t)P->npad));
+}
+
+/* The periodic cube's corrections of fmm/periodic.c fmm_periodic_corrections with the global
+ * charge moments m = {Q, sum |q|, D (3), S2} about the cell's centre. */
+static void periodic_apply(fmm_plan *P, const double m[6]) {
+    const octree *t = &P->tree;
+    const long n = t->n;
+    const double L = t->side, V = L * L * L, pi = 3.14159265358979323846;
+    const double *c = t->box[0].c, Q = m[0], *D = m + 2, S2 = m[5];
+    const int tinfoil = P->opts.boundary == FMM_BOUNDARY_TINFOIL;
+    const double kd = 4 * pi / (3 * V), k0 = 2 * pi / (3 * V) * (S2 - Q * L * L / 4);
+    const int charged = PBC_CHARGED(Q, m[1]);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) {
+        double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
+        if (charged) {
+            double pb, gb[3];
+            pbc_cube_potential(1.5 * L, Y, &pb, gb);
+            P->phi[i] -= Q / V * pb;
+            P->ex[i] += Q / V * gb[0], P->ey[i] += Q / V * gb[1], P->ez[i] += Q / V * gb[2];
+        }
+        if (tinfoil) {
+            P->phi[i] += k0 - kd * (D[0] * Y[0] + D[1] * Y[1] + D[2] * Y[2]);
+            P->ex[i] += kd * D[0], P->ey[i] += kd * D[1], P->ez[i] += kd * D[2];
+        }
+    }
+}
+
+int fmm_dist_corrections(fmm_plan *P, int rc) {
+    fmm_dist_plan *D = P->dist->plan;
+    const octree *t = &P->tree;
+    const double *c = t->box[0].c, *qh = P->dist->qh;
+    double m[7] = {0, 0, 0, 0, 0, 0, 0};
+    for (long i = 0; !rc && i < t->n; ++i) {
+        const double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
+        m[0] += qh[i], m[1] += fabs(qh[i]);
+        for (int d = 0; d < 3; ++d) m[2 + d] += qh[i] * Y[d];
+        m[5] += qh[i] * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]);
+    }
+    rc = allreduce_rc(D, m, 6, rc);
+    if (rc) return rc;
+    memcpy(D->mom, m, sizeof D->mom);
+    periodic_apply(P, m);
+    return FMM_OK;
+}
+
+int fmm_dist_outputs(fmm_plan *P, int rc, double ehome, double *energy, double *virial) {
+    fmm_dist_plan *D = P->dist->plan;
+    const octree *t = &P->tree;
+    const double *qh = P->dist->qh, *xs[3] = {t->x, t->y, t->z};
+    /* the energy, sum F (x) (x - g) and the image forces (fmm/periodic.c) */
+    double s[92] = {0};
+    s[0] = ehome;
+    const double *g = D->g;
+    for (long i = 0; !rc && virial && i < t->n; ++i) {
+        const double F[3] = {qh[i] * P->ex[i], qh[i] * P->ey[i], qh[i] * P->ez[i]};
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) s[1 + 3 * a + b] += F[a] * (xs[b][i] - g[b]);
+    }
+    if (virial) memcpy(s + 10, P->fshift, sizeof P->fshift);
+    rc = allreduce_rc(D, s, 91, rc);
+    if (rc) return rc;
+    if (energy) *energy = s[0];
+    if (virial)
+        fmm_periodic_virial(P->p, t->side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, P->W, P->vtab,
+                            P->far_c0, s + 1, s + 10, D->mom + 2, D->mom[5], virial);
+    return FMM_OK;
+}
