@@ -63,6 +63,25 @@ struct bldtt_plan {
     void *cuda; /* device state of a CUDA plan (bldtt_cuda.cu) */
 };
 
+/* One target against a run of sources, accumulated: out[0] += sum_j G q_j and, for the
+ * gradient variant, out[1..3] += sum_j f (t - s_j) q_j (bldtt/direct.c). bt_eval_table[k][g]:
+ * kernel k, g = 1 with the gradient. */
+typedef void (*bt_eval_fn)(double p, double tx, double ty, double tz, long ns, const double *sx,
+                           const double *sy, const double *sz, const double *q, double *out);
+extern const bt_eval_fn bt_eval_table[BLDTT_NKERNELS][2];
+
+/* bldtt/plan.c: FMM_ERR_PARAM for a kernel or parameter out of range; FMM_ERR_DEVICE for CUDA
+ * without a usable device */
+int bt_check_kernel(int k, double p);
+int bt_check_device(int device);
+/* m of G_p(L r) = L^m G_p'(r): +1 for the multiquadric, -1 for the others */
+int bt_kernel_degree(int k);
+/* the exponent elen of the normalised units and the kernel parameter in them, for points whose
+ * largest |coordinate| is amax (FMM_ERR_PARAM where the sinc's p r would leave double's range) */
+int bt_scale_lengths(int k, double p, double amax, int *elen, double *ps);
+/* frees the trees, lists and device state of a plan's points */
+void bt_free_geometry(bldtt_plan *p);
+
 /* Builds the tree of the n points xyz, each coordinate multiplied by 2^-elen (exactly). */
 int bt_tree_build(bt_tree *t, long n, const double *xyz, int elen, int leaf, int degree);
 void bt_tree_free(bt_tree *t);
