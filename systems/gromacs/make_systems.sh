@@ -23,12 +23,13 @@
 #              posre_villin.itp. ~10 min.
 #   water_slab water liquid-vapour slab: SPC/E 3.2 nm cube (gmx solvate) centred in a 3.2 x 3.2 x 9.6
 #              nm cell (aspect 1:1:3, two interfaces) + steepest descent + NVT 20 ps. ~3 min.
-#   water_rect13  water filling a 2.4 x 2.4 x 7.2 nm cell (aspect 1:1:3; for semi-isotropic pressure
+#   water_rect13  water filling a 2.8 x 2.8 x 8.4 nm cell (aspect 1:1:3; for semi-isotropic pressure
 #              coupling) + steepest descent + NVT 20 ps. ~3 min.
 #   water_tric water filling a triclinic cell (a = b = c = 3.1052 nm, gamma 80 deg; gmx solvate into
 #              the empty cell, so no atom overlaps an image) + steepest descent + NVT 20 ps. ~3 min.
 # Each system NAME: NAME.gro, NAME.top; logs under OUTDIR/logs/. mdp files: mdp/.
-# Environment: GMX (default gmx), NT (threads, default 2).
+# Environment: GMX (default gmx), NT (threads, default 2), NVT_NSTEPS (NVT steps instead of the
+# mdp's 10000, for a loaded machine; the systems shipped here say in logs/ how many they had).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -67,7 +68,7 @@ equilibrate() { # equilibrate NAME GRO TOP [em] : EM + NVT (EM only with "em"), 
         run "${name}_em" $GMX -quiet mdrun -nt "$NT" -s em.tpr -deffnm em &&
         if [ "$what" = em ]; then cp em.gro "$OUTDIR/$name.gro"; exit 0; fi &&
         run "${name}_nvt_grompp" $GMX -quiet grompp -f "$MDP/nvt_equil.mdp" -c em.gro -p "$top" -o nvt.tpr -po nvt.mdp &&
-        run "${name}_nvt" $GMX -quiet mdrun -nt "$NT" -reprod -s nvt.tpr -deffnm nvt &&
+        run "${name}_nvt" $GMX -quiet mdrun -nt "$NT" -reprod ${NVT_NSTEPS:+-nsteps "$NVT_NSTEPS"} -s nvt.tpr -deffnm nvt &&
         cp nvt.log "$OUTDIR/logs/${name}_nvt.log" &&
         cp nvt.gro "$OUTDIR/$name.gro")
 }
@@ -115,7 +116,7 @@ for t in "${TARGETS[@]}"; do
                         run ${t}_solvate $GMX -quiet solvate -cs spc216.gro -box 3.2 3.2 3.2 -o cube.gro &&
                         run ${t}_editconf $GMX -quiet editconf -f cube.gro -o solv.gro -box 3.2 3.2 9.6 -c ;;
                     water_rect13)
-                        run ${t}_solvate $GMX -quiet solvate -cs spc216.gro -box 2.4 2.4 7.2 -o solv.gro ;;
+                        run ${t}_solvate $GMX -quiet solvate -cs spc216.gro -box 2.8 2.8 8.4 -o solv.gro ;;
                     water_tric)
                         # an empty cell: solvate fills it with the cell's own periodicity
                         printf 'empty triclinic cell\n0\n%s\n' "   3.10520   3.05803   3.10520   0.00000   0.00000   0.53921   0.00000   0.00000   0.00000" > empty.gro &&
