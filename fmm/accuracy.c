@@ -14,7 +14,11 @@
  * With one-box separation the error falls by only ~0.6x per order at high order, so 1e-12
  * needs order 44 (open) and 50 (periodic). The periodic column holds one box of each kind:
  * other random 300-atom water boxes came out up to ~10x above it at orders 28-50, more than
- * the 3x margin below covers (the promise for periodic boxes stops at 1e-7, README). */
+ * the 3x margin below covers (the promise for periodic boxes stops at 1e-7, README).
+ * Crystals (charges at simple fractions of the cell) hold the periodic column down to 1e-7 too,
+ * since the tin-foil tree is moved by an irrational fraction of the cell (fmm/setpts.c), which
+ * keeps them off the corners of its boxes; at 1e-9 a rock-salt lattice on a forced depth-1 tree
+ * still came out ~5x above (test_periodic CrystalsKeepTheTolerance, SlowCrystalsTight). */
 /* open: swept orders 1-24, 26, 30, 34, 38, 42, 46, 50, the others interpolated */
 static const double err_open[] = {
     5.09e-02, 1.48e-02, 5.02e-03, 1.75e-03, 6.26e-04, 2.47e-04,

@@ -20,7 +20,7 @@ __global__ void k_bin(long n, const double *__restrict__ xyz, const double *__re
     const long top = (1L << KEYBITS) - 1;
     unsigned c[3];
     for (int d = 0; d < 3; ++d) {
-        const double v = wrap_coord(xyz[3 * i + d], L, periodic);
+        const double v = wrap_coord(xyz[3 * i + d], geom[G_LO + d], L, periodic);
         long u = (long)floor((v - geom[G_LO + d]) * scale);
         u = u < 0 ? 0 : (u > top ? top : u);
         c[d] = (unsigned)(u >> (KEYBITS - depth));
@@ -59,9 +59,9 @@ k_place(long n, long nleaf, int depth, const unsigned *__restrict__ key,
         const unsigned k = key[i];
         const long at = lsum[k].x - cnt[k] + rank[i];
         const double L = geom[G_SIDE];
-        const double xi = wrap_coord(xyz[3 * i], L, periodic),
-                     yi = wrap_coord(xyz[3 * i + 1], L, periodic),
-                     zi = wrap_coord(xyz[3 * i + 2], L, periodic), qi = qin[i];
+        const double xi = wrap_coord(xyz[3 * i], geom[G_LO], L, periodic),
+                     yi = wrap_coord(xyz[3 * i + 1], geom[G_LO + 1], L, periodic),
+                     zi = wrap_coord(xyz[3 * i + 2], geom[G_LO + 2], L, periodic), qi = qin[i];
         perm[at] = (int)i;
         double ctr[3], h;
         leaf_centre(k, depth, geom, ctr, &h);

@@ -16,12 +16,14 @@
  * sums about its middle, from the positions themselves (the leaf-relative records would add a
  * leaf centre's rounding to every Y). Both run in the virial's graph only. */
 
-/* coordinate d of position v in the frame of the cell's virial: wrapped into [0, L) in a tree
- * (cell centre lo + L/2), relative to the cell's centre at periodic depth 0 (k_root_place's Y) */
+/* coordinate d of position v in the frame of the cell's virial: wrapped into [lo, lo + L) in a
+ * tree (cell centre lo + L/2), relative to the cell's centre at periodic depth 0 (k_root_place's Y)
+ */
 __device__ __forceinline__ double virial_coord(double v, int d, int depth, int tinfoil,
                                                const double *geom, const double *red) {
     const double L = geom[G_SIDE];
-    return depth ? wrap_coord(v, L, 1) : pbc_cluster_offset(v, root_centre(red, L, tinfoil, d), L);
+    return depth ? wrap_coord(v, geom[G_LO + d], L, 1)
+                 : pbc_cluster_offset(v, root_centre(red, L, tinfoil, d), L);
 }
 
 /* a double as an unsigned key of the same order (the zeroed word is below every key of a number) */

@@ -109,12 +109,13 @@ static inline unsigned blocks(long n, int t) {
 
 enum { GRAPH_PLAIN, GRAPH_PARTS, GRAPH_DEVICE, GRAPH_N };
 
-/* a position coordinate, periodic: wrapped into [0, L) (k_bin bins it, k_place places it:
- * recomputed there rather than stored, 24 bytes per particle each way less) */
-__device__ __forceinline__ double wrap_coord(double v, double L, int periodic) {
+/* a position coordinate, periodic: wrapped into the root's [lo, lo + L) (k_bin bins it, k_place
+ * places it: recomputed there rather than stored, 24 bytes per particle each way less); as the CPU
+ * wraps it (fmm/setpts.c), so that both build the same tree */
+__device__ __forceinline__ double wrap_coord(double v, double lo, double L, int periodic) {
     if (!periodic) return v;
-    v = v - L * floor(v / L);
-    return v < L ? v : 0.0;
+    v = v - L * floor((v - lo) / L);
+    return v >= lo && v < lo + L ? v : lo;
 }
 
 /* periodic depth 0: whether the charges are compact (the P2P leaves the images to the root's M2L)

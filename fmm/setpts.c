@@ -66,8 +66,8 @@ static int gpu_setpts(fmm_plan *P, long n, const void *xyz, int src, const doubl
 }
 #endif
 
-/* the translation of a tin-foil cell's charges, in fractions of their extent (an irrational
- * number) */
+/* the translation of a tin-foil cell's charges relative to the tree, in fractions of their
+ * extent (cells) or of the cube's side (an irrational number) */
 #define CELL_OFFSET 0.1180339887498949
 
 /* The n points xyz wrapped into the brick of `cell` as w. Tin-foil results do not depend on a
@@ -168,8 +168,17 @@ static int place(fmm_plan *P, long n, const void *xyz, int f32, double lo[3], co
         if (root_only) {
             compact = cluster_cell(n, xyz, f32, side, movable, P->opts.threads, c);
             for (int d = 0; d < 3; ++d) lo[d] = c[d] - 0.5 * side;
-        } else if (P->gpu && P->opts.depth < 0 && n <= FMM_GPU_COMPACT_NMAX) {
-            P->compact_hint = cluster_cell(n, xyz, f32, side, movable, P->opts.threads, c);
+        } else {
+            /* tin-foil: the tree's root is the cube moved by a fixed fraction of L that no
+               lattice-structured input (charges at simple fractions of the cell) turns into the
+               corners of the tree's boxes, the worst case of the separation test
+               (tests/fuzz/regressions/fmm_plan); the charges are wrapped into it, not moved, so a
+               set near the origin keeps its digits however large the cell (CUDA plans: the
+               device wraps them into the same cube, fmm/fmm_cuda_plan.cuh wrap_coord) */
+            if (movable)
+                for (int d = 0; d < 3; ++d) lo[d] = -CELL_OFFSET * side;
+            if (P->gpu && P->opts.depth < 0 && n <= FMM_GPU_COMPACT_NMAX)
+                P->compact_hint = cluster_cell(n, xyz, f32, side, movable, P->opts.threads, c);
         }
     } else {
         /* open: the particles' bounding cube (a given box only bounds them), so that the virial
@@ -192,10 +201,10 @@ static int place(fmm_plan *P, long n, const void *xyz, int f32, double lo[3], co
         wrapped = malloc(sizeof(double) * 3 * (size_t)n);
         if (!wrapped) return FMM_ERR_NOMEM;
         for (long i = 0; i < 3 * n; ++i) {
-            const double c = lo[i % 3] + 0.5 * side;
+            const double l = lo[i % 3], c = l + 0.5 * side;
             double v = root_only ? c + pbc_cluster_offset(x[i], c, side)
-                                 : x[i] - side * floor(x[i] / side);
-            wrapped[i] = v < lo[i % 3] + side ? v : lo[i % 3];
+                                 : x[i] - side * floor((x[i] - l) / side);
+            wrapped[i] = v >= l && v < l + side ? v : l;
         }
         pts = wrapped;
     }
@@ -304,7 +313,9 @@ int fmm_cuda_setptsf(fmm_plan *P, long n, const float *d_xyz, void *stream) {
     /* an open boundary needs the bounding box or the box check of the positions, on the host;
        positions the host does not see cannot be brought to the plan's units (core/scale.h) */
     if (!P->opts.periodic || fmm_scale_exponent(P->box[0])) return FMM_ERR_UNSUPPORTED;
-    const double lo[3] = {0, 0, 0};
+    /* the cube of place() for these positions, which the host does not see */
+    const double l = P->opts.boundary == FMM_BOUNDARY_TINFOIL ? -CELL_OFFSET * P->box[0] : 0.0;
+    const double lo[3] = {l, l, l};
     P->lexp = 0;
     return gpu_setpts(P, n, d_xyz, FMM_GPU_DEVICE_F32, lo, P->box[0], stream);
 #else
