@@ -59,16 +59,6 @@ struct State {
     double ms[4];
 };
 
-__device__ long dev_lower_bound(const int64_t *k, long n, int64_t v) {
-    long lo = 0, hi = n;
-    while (lo < hi) {
-        long mid = (lo + hi) / 2;
-        if (k[mid] < v) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
 // f(sb, k[3], mode, order) for every kept source box of target box tb (same order as the CPU)
 template <typename F> __device__ void traverse(const Dev &d, long tb, F f) {
     int64_t key = d.tkey[tb];
@@ -90,7 +80,7 @@ template <typename F> __device__ void traverse(const Dev &d, long tb, F f) {
             long lo2 = it[2] - rz < 0 ? 0 : it[2] - rz;
             long hi2 = it[2] + rz >= d.n[2] ? d.n[2] - 1 : it[2] + rz;
             int64_t klo = fgt_key(d.n, j0, j1, lo2), khi = fgt_key(d.n, j0, j1, hi2);
-            for (long sb = dev_lower_bound(d.skey, d.nsb, klo); sb < d.nsb && d.skey[sb] <= khi; ++sb) {
+            for (long sb = fgt_lower_bound(d.skey, d.nsb, klo); sb < d.nsb && d.skey[sb] <= khi; ++sb) {
                 long k[3] = {k0, k1, it[2] - d.skey[sb] % d.n[2]};
                 const fgt_offset *e = fgt_off(d.off, R, k[0], k[1], k[2]);
                 int order;

@@ -124,9 +124,33 @@ FGT_HD static inline int64_t fgt_key(const long n[3], long i0, long i1, long i2)
     return ((int64_t)i0 * n[1] + i1) * n[2] + i2;
 }
 
+/* the first of the n sorted keys k that is >= v (n if none) */
+FGT_HD static inline long fgt_lower_bound(const int64_t *k, long n, int64_t v) {
+    long lo = 0, hi = n;
+    while (lo < hi) {
+        long mid = (lo + hi) / 2;
+        if (k[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* fgt/plan.c: frees the plan's points, boxes, tables and device state */
+void fgt_free_geometry(fgt_plan *p);
+/* fgt/tables.c: the cost model's default weights; the box side and its tables (b, R, P, off,
+ * colR, M) for points of scaled extents ext, by t's dimension, options and cost model */
+fgt_cost fgt_default_cost(void);
+int fgt_choose_boxes(fgt_plan *t, const double ext[3], long ns, long nt);
+/* fgt/setpts.c: the box indices of a key; fgt_traverse calls visit(ctx, sb, k, mode, order)
+ * for every kept source box sb of target box tb, in key order (k: the box offset) */
+typedef void (*fgt_visit_fn)(void *ctx, long sb, const long k[3], int mode, int order);
+void fgt_box_index(const fgt_plan *p, int64_t key, long i[3]);
+void fgt_traverse(const fgt_plan *p, long tb, fgt_visit_fn visit, void *ctx);
 /* fgt_cuda.cu (absent without CUDA: fgt.c does not call them then) */
 int fgt_cuda_setpts(fgt_plan *p);
 int fgt_cuda_execute(fgt_plan *p, const double *q_sorted, double *g_sorted);
