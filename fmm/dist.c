@@ -23,8 +23,9 @@ struct fmm_dist_plan {
     long *send;    /* [sum of the sent counts]: the home indices sent, rank by rank */
     double *qloc;  /* [nloc] charges in the plan's order: home, halo, placeholders (0) */
     double ext[6]; /* the particles' extent in the plan's units: minima, minima of the negatives */
-    double g[3];   /* the origin of the virial's sum F (x) Y (fmm/periodic.c), plan's units */
-    double mom[6]; /* the last evaluation's global Q, sum |q|, dipole, second moment */
+    double corner[6]; /* open boundaries: the corners of the set's bounding box (caller's units) */
+    double g[3];      /* the origin of the virial's sum F (x) Y (fmm/periodic.c), plan's units */
+    double mom[6];    /* the last evaluation's global Q, sum |q|, dipole, second moment */
     long nglobal;
 };
 
@@ -106,7 +107,6 @@ int fmm_dist_makeplan(const fmm_opts *opts, const double *box, const fmm_comm *c
         return FMM_ERR_ARG;
     if (opts->device == FMM_DEVICE_CUDA) return FMM_ERR_DEVICE;
     if (opts->depth == 0) return FMM_ERR_DEPTH;
-    if (!opts->periodic || !box) return FMM_ERR_UNSUPPORTED;
     fmm_dist_plan *D = calloc(1, sizeof *D);
     if (!D) return FMM_ERR_NOMEM;
     int rc = fmm_makeplan(opts, box, &D->P);
@@ -170,12 +170,12 @@ static long lower_rec(const leaf_rec *pr, long m, uint64_t k) {
 }
 
 /* The halo: for each home leaf, the ranks with home particles in a leaf next to it (periodic
- * images included) get its particles. pr: every rank's home leaves, sorted (m of them); key[i]:
- * home particle i's leaf, ord: the home particles grouped by leaf. Fills
+ * images included where periodic) get its particles. pr: every rank's home leaves, sorted (m of
+ * them); key[i]: home particle i's leaf, ord: the home particles grouped by leaf. Fills
  * cnt[0..size) (particles to each rank) and, with send non-NULL, the indices rank by rank. */
 static int halo_sends(const fmm_dist_plan *D, int depth, const leaf_rec *pr, long m,
                       const uint64_t *key, const long *ord, long nhome, size_t *cnt, long *send) {
-    const int size = D->comm.size, me = D->comm.rank;
+    const int size = D->comm.size, me = D->comm.rank, periodic = D->P->opts.periodic;
     const int64_t nl = (int64_t)1 << depth;
     size_t *pos = cnt + size; /* scratch: where each rank's indices go next */
     if (send) {
@@ -199,7 +199,12 @@ static int halo_sends(const fmm_dist_plan *D, int depth, const leaf_rec *pr, lon
         int nd = 0;
         for (int s = 0; s < 27; ++s) {
             int64_t j[3] = {c[0] + s % 3 - 1, c[1] + s / 3 % 3 - 1, c[2] + s / 9 - 1};
-            for (int d = 0; d < 3; ++d) j[d] = (j[d] + nl) % nl;
+            int out = 0;
+            for (int d = 0; d < 3; ++d) {
+                out |= j[d] < 0 || j[d] >= nl;
+                j[d] = (j[d] + nl) % nl;
+            }
+            if (out && !periodic) continue;
             const uint64_t kj = leaf_key(j);
             for (long e = lower_rec(pr, m, kj); e < m && pr[e].key == kj; ++e) {
                 const int r = (int)pr[e].rank;
@@ -276,26 +281,45 @@ static int build_rank(fmm_dist_plan *D, const leaf_rec *pr, long m) {
     return fail ? FMM_ERR_NOMEM : FMM_OK;
 }
 
-/* This rank's particles in the global tree's leaves: the plan's own tree of them (depth `depth`)
- * gives each its leaf key (key[i]), the leaves sorted (hk, *nh of them) with a particle each
- * (rep), the particles by leaf (ord), and their extent in the plan's units (ext: minima, then
- * minima of the negatives). No particles: nothing (*nh = 0). */
-static int home_leaves(fmm_plan *P, long nhome, const double *xyz, int depth, uint64_t *key,
-                       uint64_t *hk, long *nh, long *ord, long *rep, double ext[6]) {
+/* Open boundaries: the corners of the global set's bounding box appended to the n points pts
+ * (room for two more), each unless one of the points is that corner. With them every rank's
+ * plan has the global set's root cube, which the plan takes from the points' bounding box. */
+static long add_corners(const fmm_dist_plan *D, double *pts, long n) {
+    if (D->P->opts.periodic) return n;
+    const long n0 = n;
+    for (int k = 0; k < 2; ++k) {
+        const double *c = D->corner + 3 * k;
+        long i = 0;
+        while (i < n0 && !(pts[3 * i] == c[0] && pts[3 * i + 1] == c[1] && pts[3 * i + 2] == c[2]))
+            ++i;
+        if (i == n0) memcpy(pts + 3 * n++, c, 3 * sizeof(double));
+    }
+    return n;
+}
+
+/* This rank's home particles (the first nhome of the npts points pts; the others are the corners
+ * of add_corners) in the global tree's leaves: the plan's own tree of them (depth `depth`) gives
+ * each its leaf key (key[i]), the home leaves (hk, *nh of them) with a particle each (rep), the
+ * particles grouped by leaf (ord), and their extent in the plan's units (ext: minima, then minima
+ * of the negatives). No home particles: nothing (*nh = 0). */
+static int home_leaves(fmm_plan *P, long nhome, long npts, const double *pts, int depth,
+                       uint64_t *key, uint64_t *hk, long *nh, long *ord, long *rep, double ext[6]) {
     *nh = 0;
     if (nhome == 0) return FMM_OK;
     P->opts.depth = depth;
-    int rc = fmm_setpts(P, nhome, xyz);
+    int rc = fmm_setpts(P, npts, pts);
     if (rc) return rc;
     const octree *t = &P->tree;
     const double *xs[3] = {t->x, t->y, t->z};
     long k = 0;
-    for (int i = 0; i < t->nleaf; ++i) { /* the leaves come in key order */
+    for (int i = 0; i < t->nleaf; ++i) {
         const oct_box *B = &t->box[t->leaves[i]];
         const int64_t ix[3] = {B->ix[0], B->ix[1], B->ix[2]};
-        rep[*nh] = t->perm[B->begin], hk[(*nh)++] = leaf_key(ix);
         for (long j = B->begin; j < B->end; ++j) {
-            key[t->perm[j]] = hk[*nh - 1], ord[k++] = t->perm[j];
+            const long h = t->perm[j];
+            if (h >= nhome) continue; /* a corner */
+            if (*nh == 0 || hk[*nh - 1] != leaf_key(ix)) rep[*nh] = h, hk[(*nh)++] = leaf_key(ix);
+            key[h] = hk[*nh - 1], ord[k++] = h;
             for (int d = 0; d < 3; ++d)
                 ext[d] = fmin(ext[d], xs[d][j]), ext[3 + d] = fmin(ext[3 + d], -xs[d][j]);
         }
@@ -311,21 +335,46 @@ int fmm_dist_setpts(fmm_dist_plan *D, long nhome, const double *xyz) {
     int rc = nhome < 0 || (nhome > 0 && !xyz) ? FMM_ERR_ARG : FMM_OK;
     if (!rc && nhome > (long)(SIZE_MAX / 64)) rc = FMM_ERR_NOMEM;
     free_points(D);
-    /* the global count gives the depth */
-    double cnt[2] = {(double)(rc ? 0 : nhome), 0};
-    rc = allreduce_rc(D, cnt, 1, rc);
-    D->nglobal = (long)cnt[0];
+    /* every rank's count, status and bounding box (minima, minima of the negatives): the global
+       count gives the depth, the box an open set's corners */
+    double ext[8] = {
+        (double)(rc ? 0 : nhome), 0, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
+    for (long i = 0; !rc && i < 3 * nhome; ++i) {
+        if (!isfinite(xyz[i])) rc = FMM_ERR_NONFINITE;
+        ext[2 + i % 3] = fmin(ext[2 + i % 3], xyz[i]),
+                    ext[5 + i % 3] = fmin(ext[5 + i % 3], -xyz[i]);
+    }
+    ext[1] = rc != 0;
+    double *all = malloc(sizeof(double) * 8 * (size_t)size);
+    const int ca = comm_rc(!all || C->allgather(C->ctx, ext, sizeof ext, all));
+    D->nglobal = 0;
+    for (int r = 0; !ca && r < size; ++r) {
+        D->nglobal += (long)all[8 * r];
+        if (all[8 * r + 1] != 0 && !rc) rc = FMM_DIST_ERR_COMM;
+        for (int k = 0; k < 3; ++k)
+            D->corner[k] = fmin(r ? D->corner[k] : INFINITY, all[8 * r + 2 + k]),
+            D->corner[3 + k] = -fmin(r ? -D->corner[3 + k] : INFINITY, all[8 * r + 5 + k]);
+    }
+    if (!rc && ca) rc = ca;
     if (!rc && D->nglobal < 1) rc = FMM_ERR_NPTS;
-    if (rc) return rc;
+    if (rc) {
+        free(all);
+        return rc;
+    }
     const int depth = global_depth(P, D->nglobal);
     /* the home particles' leaves */
-    const size_t nh1 = (size_t)nhome + 1;
+    const size_t nh1 = (size_t)nhome + 3;
     uint64_t *key = malloc(sizeof(uint64_t) * nh1), *hk = malloc(sizeof(uint64_t) * nh1);
     long *ord = malloc(sizeof(long) * nh1), *rep = malloc(sizeof(long) * nh1), nh = 0;
-    double ext[6] = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
-    double *all = malloc(sizeof(double) * 8 * (size_t)size);
-    if (!key || !hk || !ord || !rep || !all) rc = FMM_ERR_NOMEM;
-    if (!rc) rc = home_leaves(P, nhome, xyz, depth, key, hk, &nh, ord, rep, ext);
+    double *pts = malloc(sizeof(double) * 3 * nh1);
+    for (int d = 0; d < 6; ++d) ext[d] = INFINITY;
+    if (!key || !hk || !ord || !rep || !pts) rc = FMM_ERR_NOMEM;
+    if (!rc && nhome > 0) {
+        memcpy(pts, xyz, sizeof(double) * 3 * (size_t)nhome);
+        rc = home_leaves(P, nhome, add_corners(D, pts, nhome), pts, depth, key, hk, &nh, ord, rep,
+                         ext);
+    }
+    free(pts);
     rc = agree(D, rc);
     /* every rank's count of home leaves and extent */
     double mine[8] = {(double)nh, ext[0], ext[1], ext[2], ext[3], ext[4], ext[5], 0};
@@ -396,7 +445,7 @@ int fmm_dist_setpts(fmm_dist_plan *D, long nhome, const double *xyz) {
             hc[3 * size + r] = r ? hc[3 * size + r - 1] + hc[2 * size + r - 1] : 0;
             nhalo += (long)hc[2 * size + r];
         }
-        loc = malloc(sizeof(double) * 3 * (size_t)(nhome + nhalo + m + 1));
+        loc = malloc(sizeof(double) * 3 * (size_t)(nhome + nhalo + m + 2));
         hr = malloc(sizeof(halo_rec) * (size_t)(nhalo + 1));
         if (!loc || !hr) rc = FMM_ERR_NOMEM;
     }
@@ -406,8 +455,9 @@ int fmm_dist_setpts(fmm_dist_plan *D, long nhome, const double *xyz) {
         for (int k = 0; k < 4 * size; ++k) bc[k] = sizeof(halo_rec) * hc[k];
         rc = comm_rc(C->alltoallv(C->ctx, sbuf, bc, bc + size, hr, bc + 2 * size, bc + 3 * size));
     }
-    /* the rank's points: home, halo, and a stand-in of charge 0 for each leaf of the global tree
-       that has no particle here (a particle of that leaf from the rank that has it) */
+    /* the rank's points: home, halo, a stand-in of charge 0 for each leaf of the global tree that
+       has no particle here (a particle of that leaf from the rank that has it), and for an open
+       set the corners of its bounding box (charge 0; their leaves are in every rank's tree) */
     long nloc = nhome + nhalo;
     if (!rc) {
         uint64_t *lk = malloc(sizeof(uint64_t) * (size_t)(nloc + 1));
@@ -425,6 +475,7 @@ int fmm_dist_setpts(fmm_dist_plan *D, long nhome, const double *xyz) {
                 if ((e > 0 && pr[e - 1].key == pr[e].key) || in_sorted(lk, nk, pr[e].key)) continue;
                 memcpy(loc + 3 * nloc++, pr[e].x, sizeof pr[e].x);
             }
+            nloc = add_corners(D, loc, nloc);
         }
         free(lk);
     }
@@ -553,6 +604,7 @@ static void periodic_apply(fmm_plan *P, const double m[6]) {
 }
 
 int fmm_dist_corrections(fmm_plan *P, int rc) {
+    if (!P->opts.periodic) return rc; /* open boundaries have none */
     fmm_dist_plan *D = P->dist->plan;
     const octree *t = &P->tree;
     const double *c = t->box[0].c, *qh = P->dist->qh;
@@ -574,11 +626,13 @@ int fmm_dist_outputs(fmm_plan *P, int rc, double ehome, double *energy, double *
     fmm_dist_plan *D = P->dist->plan;
     const octree *t = &P->tree;
     const double *qh = P->dist->qh, *xs[3] = {t->x, t->y, t->z};
-    /* the energy, sum F (x) (x - g) and the image forces (fmm/periodic.c) */
+    /* the energy; periodic: sum F (x) (x - g) and the image forces (fmm/periodic.c); open: the
+       home particles' part of the virial (fmm/execute.c) */
     double s[92] = {0};
     s[0] = ehome;
     const double *g = D->g;
-    for (long i = 0; !rc && virial && i < t->n; ++i) {
+    if (!rc && virial && !P->opts.periodic) memcpy(s + 1, virial, 9 * sizeof(double));
+    for (long i = 0; !rc && virial && P->opts.periodic && i < t->n; ++i) {
         const double F[3] = {qh[i] * P->ex[i], qh[i] * P->ey[i], qh[i] * P->ez[i]};
         for (int a = 0; a < 3; ++a)
             for (int b = 0; b < 3; ++b) s[1 + 3 * a + b] += F[a] * (xs[b][i] - g[b]);
@@ -587,7 +641,8 @@ int fmm_dist_outputs(fmm_plan *P, int rc, double ehome, double *energy, double *
     rc = allreduce_rc(D, s, 91, rc);
     if (rc) return rc;
     if (energy) *energy = s[0];
-    if (virial)
+    if (virial && !P->opts.periodic) memcpy(virial, s + 1, 9 * sizeof(double));
+    if (virial && P->opts.periodic)
         fmm_periodic_virial(P->p, t->side, P->opts.boundary == FMM_BOUNDARY_TINFOIL, P->W, P->vtab,
                             P->far_c0, s + 1, s + 10, D->mom + 2, D->mom[5], virial);
     return FMM_OK;

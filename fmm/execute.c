@@ -246,19 +246,17 @@ static int evaluate(fmm_plan *P, const void *q, int charged, int qexp, void *phi
         }
         fmm_sum_slots(uslot, nt, 1, &ehome);
         if (energy) *energy = ehome;
-        if (P->dist) {
-            /* the sums over ranks, below */
-        } else if (virial && P->opts.periodic) {
-            rc = fmm_periodic_virial_cpu(P, virial);
+        if (virial && P->opts.periodic) {
+            if (!P->dist) rc = fmm_periodic_virial_cpu(P, virial); /* a rank's: below */
         } else if (virial) {
             /* open boundary: W_ab = sum_i q_i E_i,a (x_i - c)_b, symmetrised, c the centre of the
-               particles' bounding cube */
+               particles' bounding cube (a distributed rank: its home particles' part) */
             double Wv[9] = {0};
             for (long i = 0; i < n; ++i) {
                 const double E[3] = {P->ex[i], P->ey[i], P->ez[i]};
                 const double r[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
                 for (int a = 0; a < 3; ++a)
-                    for (int b = 0; b < 3; ++b) Wv[3 * a + b] += P->q[i] * E[a] * r[b];
+                    for (int b = 0; b < 3; ++b) Wv[3 * a + b] += qo[i] * E[a] * r[b];
             }
             for (int a = 0; a < 3; ++a)
                 for (int b = 0; b < 3; ++b)

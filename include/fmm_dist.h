@@ -9,15 +9,16 @@
  *     fmm_comm c;                          // the caller's communication: fmm_comm_threads_rank,
  *                                          // fmm_comm_mpi (fmm_dist_mpi.h), or its own callbacks
  *     fmm_dist_plan *p;
- *     int rc = fmm_dist_makeplan(&opts, box, &c, &p);          // opts.periodic = 1, a cube
+ *     int rc = fmm_dist_makeplan(&opts, box, &c, &p);          // a periodic cube, or open
  *     rc = fmm_dist_setpts(p, n_home, xyz_home);               // collective
  *     rc = fmm_dist_execute(p, q_home, phi, field, &U, W);     // collective
  *     fmm_dist_destroy(p);                                     // local
  *
- * For now: periodic cubes on the CPU (opts.periodic = 1, a cubic box, opts.device CPU), a
- * uniform tree of depth >= 1 (opts.depth >= 1, or -1: chosen from the global count and the leaf
- * size), no excluded pairs; other plans give FMM_ERR_UNSUPPORTED (open boundaries, cells other
- * than a cube), FMM_ERR_DEVICE (CUDA) or FMM_ERR_DEPTH (depth 0).
+ * For now: on the CPU, periodic cubes and open boundaries, a uniform tree of depth >= 1
+ * (opts.depth >= 1, or -1: chosen from the global count and the leaf size; an open set's root is
+ * the bounding cube of all ranks' particles), no excluded pairs; other plans give
+ * FMM_ERR_UNSUPPORTED (periodic cells other than a cube), FMM_ERR_DEVICE (CUDA) or FMM_ERR_DEPTH
+ * (depth 0).
  *
  * Collective calls: every rank of the communicator calls fmm_dist_setpts and fmm_dist_execute
  * the same number of times in the same order, with the same options and box at fmm_dist_makeplan.
@@ -65,7 +66,8 @@ int fmm_dist_makeplan(const fmm_opts *opts, const double *box, const fmm_comm *c
 /* This rank's n_home >= 0 home particles (xyz interleaved, copied; NULL allowed for 0). Builds
  * the tree of the global set and exchanges the halo (the particles of other ranks in the leaves
  * next to this rank's, across the periodic faces too). Collective. At least one rank must have
- * particles (FMM_ERR_NPTS on every rank otherwise). */
+ * particles (FMM_ERR_NPTS on every rank otherwise). Open boundaries: box, where given, as
+ * fmm_makeplan's (FMM_ERR_OUTSIDE for a particle outside it). */
 int fmm_dist_setpts(fmm_dist_plan *plan, long n_home, const double *xyz);
 
 /* q_home: the n_home charges (NULL only for n_home = 0). phi (n_home), field (3 n_home), energy

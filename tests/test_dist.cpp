@@ -1,7 +1,8 @@
 // The distributed FMM (include/fmm_dist.h) over thread ranks: each rank's phi and field, and the
 // energy and virial on every rank, equal the one-rank fmm_execute's on the union of the points
 // (same order and depth) to 1e-12 relative, for 1-4 ranks, spatial and non-spatial splits, ranks
-// without particles, neutral and charged cells; the one-rank result is checked against Ewald.
+// without particles, neutral and charged sets, periodic and open; and the distributed result
+// against Ewald and the direct sum.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,7 +95,7 @@ std::vector<Out> run_dist(const std::vector<Case> &cases, int k, fmm_opts o, boo
             fmm_dist_plan *p = nullptr;
             const double L = cases[0].s->L, box[3] = {L, L, L};
             int rc = fmm_comm_threads_rank(g, r, &cm);
-            if (!rc) rc = fmm_dist_makeplan(&o, box, &cm, &p);
+            if (!rc) rc = fmm_dist_makeplan(&o, o.periodic ? box : nullptr, &cm, &p);
             for (size_t c = 0; c < cases.size(); ++c) {
                 const Set &s = *cases[c].s;
                 std::vector<long> idx;
@@ -157,7 +158,7 @@ fmm_plan *one_rank_plan(fmm_opts o, const fmm_info &info, double L) {
     o.order = info.order, o.depth = info.depth;
     fmm_plan *p = nullptr;
     const double box[3] = {L, L, L};
-    EXPECT_EQ(fmm_makeplan(&o, box, &p), FMM_OK);
+    EXPECT_EQ(fmm_makeplan(&o, o.periodic ? box : nullptr, &p), FMM_OK);
     return p;
 }
 
@@ -239,6 +240,46 @@ TEST(Dist, DepthsAndBoundaries) {
         }
 }
 
+// open boundaries (a uniform tree over the set's bounding cube): 1-4 ranks, three splits, with
+// the virial; and against the direct sum at the tolerance
+TEST(Dist, EqualsOneRankOpen) {
+    std::mt19937_64 rng(test_seed(4));
+    const Set sets[2] = {random_set(rng, 2500, 3.0, false), random_set(rng, 2500, 3.0, true)};
+    fmm_opts o = base_opts();
+    o.periodic = 0;
+    fmm_plan *one = nullptr;
+    for (int k = 1; k <= 4; ++k) {
+        std::vector<Case> cases;
+        for (const Set &s : sets)
+            for (Split how : {SLABS, RANDOM, ONE_EMPTY})
+                cases.push_back({&s, split(s, k, how, rng)});
+        std::vector<Out> d = run_dist(cases, k, o, true);
+        for (size_t c = 0; c < cases.size(); ++c) {
+            SCOPED_TRACE("ranks " + std::to_string(k) + " case " + std::to_string(c));
+            if (d[c].rc) continue;
+            if (!one) one = one_rank_plan(o, d[c].info, sets[0].L);
+            expect_equal(d[c], run_one(one, *cases[c].s, true), true);
+        }
+    }
+    fmm_destroy(one);
+    o.order = 0, o.tolerance = 1e-5;
+    std::vector<Out> d = run_dist({{&sets[1], split(sets[1], 3, RANDOM, rng)}}, 3, o, false);
+    ASSERT_EQ(d[0].rc, FMM_OK);
+    const Set &s = sets[1];
+    std::vector<double> phi(s.n());
+    double U;
+    ASSERT_EQ(
+        fmm_direct((long)s.n(), s.xyz.data(), s.q.data(), phi.data(), nullptr, &U, nullptr, 0),
+        FMM_OK);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < s.n(); ++i)
+        num += (d[0].phi[i] - phi[i]) * (d[0].phi[i] - phi[i]), den += phi[i] * phi[i];
+    std::cout << "open, order " << d[0].info.order << " depth " << d[0].info.depth
+              << ": phi against the direct sum " << std::sqrt(num / den) << " (L2)" << std::endl;
+    EXPECT_LE(std::sqrt(num / den), 1e-5);
+    EXPECT_LE(std::fabs(d[0].energy - U), 1e-5 * std::fabs(U));
+}
+
 // at the order the tolerance asks for, 2 ranks in slabs against the Ewald sum: the relative L2
 // error of phi within the tolerance, the energy's too
 TEST(Dist, AgainstEwald) {
@@ -273,9 +314,6 @@ TEST(Dist, StatusesAndFailureOnOneRank) {
     ASSERT_EQ(fmm_comm_threads_rank(g, 0, &c), FMM_OK);
     EXPECT_EQ(fmm_comm_threads_rank(g, 1, &c), FMM_ERR_ARG);
     fmm_dist_plan *p = nullptr;
-    fmm_opts open = o;
-    open.periodic = 0;
-    EXPECT_EQ(fmm_dist_makeplan(&open, nullptr, &c, &p), FMM_ERR_UNSUPPORTED);
     fmm_opts d0 = o;
     d0.depth = 0;
     EXPECT_EQ(fmm_dist_makeplan(&d0, box, &c, &p), FMM_ERR_DEPTH);
