@@ -3,6 +3,7 @@
 #define FMM_RBF_INTERNAL_H
 
 #include "core/simd.h"
+#include "fmm_bldtt.h"
 #include "fmm_rbf.h"
 #include "rbf/kdtree.h"
 
@@ -130,6 +131,13 @@ int rbf_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *al
  * fmm_rbf_eval */
 int rbf_eval(fmm_rbf_plan *p, int nw, const double *lambda, const double *alpha, long m,
              const double *xyz, double *s);
+
+/* rbf/plan.c: frees the centres, L-sets and mat-vec structures of a plan (its options stay);
+ * the BLDTT options of the plan's accuracy and kernel */
+void rbf_free_centres(fmm_rbf_plan *p);
+void rbf_bldtt_opts(const fmm_rbf_plan *p, bldtt_opts *bo);
+/* rbf/apply.c: the largest |v_i| of n values */
+double rbf_max_abs(long n, const double *v);
 
 #ifdef __cplusplus
 }
