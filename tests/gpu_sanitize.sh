@@ -8,7 +8,9 @@
 # The GPU test suite: every case of test_gpu, and the device cases of the other test binaries (names
 # with Gpu, Cuda or Device: BldttGpu.*, FgtGpu.*, RbfGpu.*, GpuHardening.*, Makeplan.CudaDevice, ...),
 # under the tools in their sanitizer mode (FMM_TEST_SANITIZE=1, tests/test_env.h: smaller sets,
-# fewer repeats, the same kernel paths and checks). First a plain run of that suite at full size
+# fewer repeats, the same kernel paths and checks; racecheck, which took minutes per test_gpu case
+# there, with FMM_TEST_SANITIZE=racecheck: the smallest sets and trees that reach every kernel).
+# First a plain run of that suite at full size
 # (PLAIN=1: it must pass; its case times are in the logs), then one tool after the other;
 # within a tool at most PAR sanitized processes at once (test_gpu split into SHARDS GoogleTest
 # shards; many processes at once exhaust the GPU's memory: the tests then fail with FMM_ERR_NOMEM),
@@ -73,7 +75,7 @@ fi
 mkdir -p "$LOGS"
 if [ ! -s "$SUMMARY" ]; then
     {
-        echo "# tests/gpu_sanitize.sh: compute-sanitizer over the GPU test suite (plain: full size; tools: FMM_TEST_SANITIZE=1)"
+        echo "# tests/gpu_sanitize.sh: compute-sanitizer over the GPU test suite (plain: full size; tools: FMM_TEST_SANITIZE=1, racecheck: =racecheck)"
         echo "# commit $(git rev-parse --short HEAD 2> /dev/null || echo unknown)$(git diff --quiet 2> /dev/null || echo -dirty)"
         echo "# device $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2> /dev/null | head -1)"
         echo "# $(compute-sanitizer --version 2> /dev/null | tail -1)"
@@ -98,7 +100,9 @@ run() {
     fi
     local env=(-u FMM_TEST_SANITIZE) san=()
     [ "$shard" != all ] && [ "$shard" != oom ] && env+=("GTEST_TOTAL_SHARDS=$SHARDS" "GTEST_SHARD_INDEX=$shard")
-    [ "$tool" != plain ] && env+=(FMM_TEST_SANITIZE=1) &&
+    local mode=1
+    [ "$tool" = racecheck ] && mode=racecheck
+    [ "$tool" != plain ] && env+=("FMM_TEST_SANITIZE=$mode") &&
         san=(compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 200 "$@")
     local t
     t=$(date +%s)

@@ -8,6 +8,13 @@
 // test_size's second value: fewer particles and fewer repetitions of the same path, never a
 // kernel path less (every order group, depth, precision and route of the plain run) and never a
 // looser tolerance: each result is still checked as in the plain run.
+//
+// FMM_TEST_SANITIZE=racecheck: under racecheck, which tracks every shared-memory access and at
+// the sizes above took minutes per case (a kernel's cost there grows with its blocks, i.e. the
+// tree's boxes, more than with the particles). The tests take test_size's third value where they
+// give one (else the second): the fewest particles, depths and repetitions that still reach every
+// kernel and path (trees of depth 2 and more, open and periodic, double and mixed, the virial,
+// exclusions, depth 5's halo M2L once), each result checked as in the plain run.
 #ifndef FMM_TESTS_TEST_ENV_H
 #define FMM_TESTS_TEST_ENV_H
 
@@ -49,9 +56,22 @@ inline bool test_sanitize_mode() {
     return on;
 }
 
+inline bool test_racecheck_mode() {
+    static const bool on = [] {
+        const char *e = std::getenv("FMM_TEST_SANITIZE");
+        return e && std::strcmp(e, "racecheck") == 0;
+    }();
+    return on;
+}
+
 // plain in a plain run, sanitized under compute-sanitizer (a size, a count, or a list to loop over)
 template <class T> T test_size(T plain, T sanitized) {
     return test_sanitize_mode() ? sanitized : plain;
+}
+
+// the same, with racecheck's own value (FMM_TEST_SANITIZE=racecheck)
+template <class T> T test_size(T plain, T sanitized, T racecheck) {
+    return test_racecheck_mode() ? racecheck : test_size(plain, sanitized);
 }
 
 #endif

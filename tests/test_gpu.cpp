@@ -3,7 +3,8 @@
 // graph re-use across setpts/execute calls, and its error handling. Every test skips (with
 // the reason) where no CUDA device is usable; the CPU-only build still compiles and lists them.
 // Under compute-sanitizer (FMM_TEST_SANITIZE=1, tests/test_env.h) the sets are smaller and the
-// same paths are repeated fewer times.
+// same paths are repeated fewer times; under racecheck (FMM_TEST_SANITIZE=racecheck) smaller still,
+// with the depth-4 tree (the coarse levels' narrow spread) and depth 5 (the halo M2L) once each.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -89,11 +90,13 @@ TEST(GpuOpen, MatchesCpuAtSameOrderAndDepth) {
     SKIP_WITHOUT_GPU();
     std::mt19937_64 g(test_seed());
     std::vector<double> xyz, q;
-    random_set(g, test_size(30000, 3000), 1.0, 0.0, xyz, q);
+    random_set(g, test_size(30000, 3000, 500), 1.0, 0.0, xyz, q);
     // shift off the origin: the root cube is the bounding cube, not [0,1]^3
     for (auto &v : xyz) v = 3.0 + 2.0 * v;
-    for (int p : {1, 4, 7, 12, 20})
-        for (int D : test_size<std::vector<int>>({2, 3, 4}, {2, 4})) { // P2P wide, narrow
+    for (int p : test_size<std::vector<int>>({1, 4, 7, 12, 20}, {1, 4, 7, 12, 20}, {1, 12, 20}))
+        // P2P wide, narrow (racecheck: the wide P2P in ClusteredDropletMatchesCpu, depth 4 in
+        // GpuPeriodic.MatchesCpuNeutralAndCharged; depth 3 has coarse M2L levels and L2L)
+        for (int D : test_size<std::vector<int>>({2, 3, 4}, {2, 4}, {3})) {
             SCOPED_TRACE("p " + std::to_string(p) + " depth " + std::to_string(D));
             fmm_opts o;
             fmm_default_opts(&o);
@@ -112,12 +115,12 @@ TEST(GpuOpen, ShallowTreesAndAccuracyAgainstDirectSum) {
     SKIP_WITHOUT_GPU();
     std::mt19937_64 g(test_seed());
     std::vector<double> xyz, q;
-    random_set(g, test_size(5000, 1500), 1.0, 0.0, xyz, q);
+    random_set(g, test_size(5000, 1500, 400), 1.0, 0.0, xyz, q);
     Out ref;
     long n = (long)q.size();
     ref.phi.resize(n), ref.field.resize(3 * n);
     ASSERT_EQ(fmm_direct(n, xyz.data(), q.data(), ref.phi.data(), ref.field.data(), &ref.energy, nullptr, 0), FMM_OK);
-    for (int D : {0, 1, 2, 3}) {
+    for (int D : test_size<std::vector<int>>({0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2})) {
         fmm_opts o;
         fmm_default_opts(&o);
         o.tolerance = 1e-7, o.depth = D;
@@ -133,11 +136,11 @@ TEST(GpuPeriodic, MatchesCpuNeutralAndCharged) {
     const double L = 2.5, box[3] = {L, L, L};
     // depth 4: the coarse levels' M2L run with the narrower spread (fmm/fmm_cuda.cu)
     for (double net : {0.0, 3.0})
-        for (int p : {4, 10})
+        for (int p : test_size<std::vector<int>>({4, 10}, {4, 10}, {4}))
             for (int D : test_size<std::vector<int>>({0, 1, 2, 3, 4}, {0, 1, 4})) {
                 SCOPED_TRACE("net " + std::to_string(net) + " p " + std::to_string(p) + " depth " + std::to_string(D));
                 std::vector<double> xyz, q;
-                random_set(g, test_size(6000, 1500), L, net, xyz, q);
+                random_set(g, test_size(6000, 1500, 400), L, net, xyz, q);
                 // some particles outside the box: both sides must wrap them the same way
                 for (int i = 0; i < 50; ++i) xyz[3 * i] += (i % 2 ? 1 : -1) * L * (1 + i % 3);
                 fmm_opts o;
@@ -163,9 +166,9 @@ TEST(GpuPeriodic, ClusteredDropletMatchesCpu) {
     std::mt19937_64 g(test_seed());
     const double L = 6.0, box[3] = {L, L, L};
     std::vector<double> xyz, q;
-    random_set(g, test_size(5000, 1500), L / 3, 0.0, xyz, q);
+    random_set(g, test_size(5000, 1500, 1000), L / 3, 0.0, xyz, q);
     for (auto &v : xyz) v += L / 3;
-    for (int D : test_size<std::vector<int>>({1, 2, 3}, {1, 3})) {
+    for (int D : test_size<std::vector<int>>({1, 2, 3}, {1, 3}, {1, 2})) {
         SCOPED_TRACE("depth " + std::to_string(D));
         fmm_opts o;
         fmm_default_opts(&o);
@@ -191,7 +194,7 @@ TEST(GpuPeriodic, CompactClusterAtDepthZero) {
     const double L = 5.0, box[3] = {L, L, L}, R = 0.25 * L; // 2R / L = 0.5 < PBC_COMPACT_RHO
     for (double net : {0.0, 2.0}) {
         SCOPED_TRACE("net " + std::to_string(net));
-        const long n = test_size(3000, 800);
+        const long n = test_size(3000, 800, 300);
         std::vector<double> xyz(3 * n), q(n);
         ASSERT_EQ(pts_ball(n, g(), xyz.data(), q.data()), PTS_OK);
         for (long i = 0; i < 3 * n; ++i)
@@ -202,7 +205,7 @@ TEST(GpuPeriodic, CompactClusterAtDepthZero) {
         ASSERT_EQ(fmm_ewald(n, xyz.data(), q.data(), box, 1e-12, ref.phi.data(), ref.field.data(),
                             &ref.energy, ref.virial, 0),
                   FMM_OK);
-        for (int p : test_size<std::vector<int>>({4, 7, 12}, {4, 12})) {
+        for (int p : test_size<std::vector<int>>({4, 7, 12}, {4, 12}, {12})) {
             fmm_opts o;
             fmm_default_opts(&o);
             o.order = p, o.depth = 0, o.periodic = 1;
@@ -321,7 +324,7 @@ TEST(GpuPeriodic, WaterLikeBoxAgainstEwald) {
 // must meet it, virial included.
 TEST(GpuMixed, FloatNearFieldMeetsItsTolerance) {
     SKIP_WITHOUT_GPU();
-    const long nmol = test_size(3000, 1000), n = 3 * nmol;
+    const long nmol = test_size(3000, 1000, 300), n = 3 * nmol;
     std::vector<double> xyz(3 * n), q(n);
     double L = 0;
     ASSERT_EQ(pts_water(nmol, test_seed(), xyz.data(), q.data(), &L), PTS_OK);
@@ -367,7 +370,7 @@ TEST(GpuMixed, FloatNearFieldMeetsItsTolerance) {
 // finite and within FMM_MIXED_TOL_MIN of the double one.
 TEST(GpuMixed, FloatM2LOnlyWhereTheOperatorsFit) {
     SKIP_WITHOUT_GPU();
-    const long nmol = test_size(1000, 300), n = 3 * nmol;
+    const long nmol = test_size(1000, 300, 100), n = 3 * nmol;
     std::vector<double> xyz(3 * n), q(n);
     double L = 0;
     ASSERT_EQ(pts_water(nmol, test_seed(), xyz.data(), q.data(), &L), PTS_OK);
@@ -399,7 +402,8 @@ TEST(GpuPlan, ReusesTheGraphAcrossSetptsAndExecute) {
     ASSERT_EQ(fmm_makeplan(&o, nullptr, &cp), FMM_OK);
     o.device = FMM_DEVICE_CUDA;
     ASSERT_EQ(fmm_makeplan(&o, nullptr, &gp), FMM_OK);
-    for (long n : test_size<std::vector<long>>({4000, 4000, 9000, 2500}, {1000, 1000, 2000, 600})) {
+    for (long n : test_size<std::vector<long>>({4000, 4000, 9000, 2500}, {1000, 1000, 2000, 600},
+                                               {300, 300, 600, 200})) {
         std::vector<double> xyz, q;
         random_set(g, n, 1.0, 0.0, xyz, q);
         ASSERT_EQ(fmm_setpts(cp, n, xyz.data()), FMM_OK);
@@ -430,7 +434,7 @@ TEST(GpuPlan, ExclusionsAndKeptChargesMatchCpu) {
     SKIP_WITHOUT_GPU();
     std::mt19937_64 g(test_seed());
     const double L = 1.0, box[3] = {L, L, L};
-    const long na = test_size(9000, 1500);
+    const long na = test_size(9000, 1500, 300);
     std::vector<double> xyz, q;
     random_set(g, na, L, 0.0, xyz, q);
     std::normal_distribution<double> gauss;
@@ -542,7 +546,7 @@ TEST(GpuPlan, SinglePrecisionEntryPointsMatchDouble) {
     std::mt19937_64 g(test_seed());
     const double L = 2.0, box[3] = {L, L, L};
     std::vector<double> xyz, q;
-    random_set(g, test_size(20000, 3000), L, 0.5, xyz, q);
+    random_set(g, test_size(20000, 3000, 400), L, 0.5, xyz, q);
     for (auto &v : xyz) v = (float)v;
     for (auto &v : q) v = (float)v;
     const std::vector<float> xf(xyz.begin(), xyz.end()), qf(q.begin(), q.end());
@@ -651,10 +655,13 @@ TEST(GpuPlan, OutOfDeviceMemoryIsAClearErrorAndThePlanRecovers) {
     ASSERT_EQ(fmm_setpts(p, n, xyz.data()), FMM_OK);
     ASSERT_EQ(fmm_execute(p, q.data(), phi1.data(), nullptr, nullptr, nullptr), FMM_OK);
     EXPECT_LT(rel(phi1, phi0), 1e-12);
-    // with the memory back, the large set fits the same plan
+    // with the memory back, the large set fits the same plan (not under racecheck, where its
+    // evaluation would take hours: its kernels are those of the small set)
     std::vector<double> phib(big);
-    EXPECT_EQ(fmm_setpts(p, big, xyz.data()), FMM_OK);
-    EXPECT_EQ(fmm_execute(p, q.data(), phib.data(), nullptr, nullptr, nullptr), FMM_OK);
+    if (!test_racecheck_mode()) {
+        EXPECT_EQ(fmm_setpts(p, big, xyz.data()), FMM_OK);
+        EXPECT_EQ(fmm_execute(p, q.data(), phib.data(), nullptr, nullptr, nullptr), FMM_OK);
+    }
     fmm_destroy(p);
 #endif
 }
@@ -676,7 +683,7 @@ TEST(GpuPlan, DeviceResidentPositionsAndForcesMatchHostCalls) {
     std::mt19937_64 g(test_seed());
     const double L = 3.0, box[3] = {L, L, L}, scale = 138.9;
     std::vector<double> xyz, q;
-    random_set(g, test_size(30000, 3000), L, 0.0, xyz, q);
+    random_set(g, test_size(30000, 3000, 400), L, 0.0, xyz, q);
     const long n = (long)q.size();
     std::vector<float> xf(xyz.begin(), xyz.end()), qf(q.begin(), q.end());
     std::vector<float> xf2(xf); // a second frame: every atom moved by up to 0.01
@@ -841,7 +848,7 @@ TEST(GpuDirect, RejectsBadInputAndMatchesTheCpuDirectSum) {
     xyz[4] = 0;
     SKIP_WITHOUT_GPU();
     std::mt19937_64 g(test_seed());
-    const long n = test_size(3000, 1000);
+    const long n = test_size(3000, 1000, 300);
     random_set(g, n, 1.0, 0.0, xyz, q);
     std::vector<double> p1(n), f1(3 * n), p2(n, NAN), f2(3 * n, NAN);
     ASSERT_EQ(fmm_direct(n, xyz.data(), q.data(), p1.data(), f1.data(), nullptr, nullptr, 0),
@@ -881,7 +888,7 @@ TEST(GpuM2L, HaloMatchesSymmetricDouble) {
     SKIP_WITHOUT_GPU();
     std::mt19937_64 rng(test_seed());
     std::uniform_real_distribution<double> u(-1.0, 1.0);
-    for (int p : {4, 7}) {
+    for (int p : test_size<std::vector<int>>({4, 7}, {4, 7}, {4})) {
         m2l_operators ops;
         ASSERT_EQ(m2l_operators_init(&ops, p), 0);
         m2l_gpu_ops g;

@@ -395,16 +395,16 @@ TEST(GpuHardening, VirialAndExtremeScales) {
     if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     std::mt19937_64 g(test_seed());
     std::vector<double> xyz, q;
-    random_set(g, test_size(1500, 500), 1.0, 0.0, xyz, q);
+    random_set(g, test_size(1500, 500, 200), 1.0, 0.0, xyz, q);
     const double box[3] = {1e10, 1e10, 1e10};
     EXPECT_LT(fmm_virial(xyz, q, box, 0, 1e-7, FMM_DEVICE_CUDA), 1e-5) << "open, box 1e10";
     // the scales are the host's (the device computes in the plan's units): under the sanitizer
     // fewer of them
-    random_set(g, test_size(800, 300), 1.0, 0.4, xyz, q);
+    random_set(g, test_size(800, 300, 150), 1.0, 0.4, xyz, q);
     for (double ls :
          test_size<std::vector<double>>({-160.0, -110.0, 150.0, 300.0}, {-160.0, 300.0}))
         check_scaled(xyz, q, 1.0, 0, ls, {0.0, 250.0, -250.0}, {all, no_field}, FMM_DEVICE_CUDA);
-    random_set(g, test_size(300, 150), 1.0, 0.0, xyz, q);
+    random_set(g, test_size(300, 150, 100), 1.0, 0.0, xyz, q);
     for (double ls : test_size<std::vector<double>>({200.0, -120.0}, {200.0}))
         check_scaled(xyz, q, 1.0, 1, ls, {0.0, 200.0}, {all, no_field}, FMM_DEVICE_CUDA);
 }
@@ -419,7 +419,7 @@ TEST(GpuHardening, PeriodicVirialOfAClusterFarFromTheCellCentre) {
     if (fmm_cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     std::mt19937_64 g(test_seed());
     std::vector<double> xyz, q;
-    random_set(g, test_size(1000, 400), 1.0, 0.0, xyz, q);
+    random_set(g, test_size(1000, 400, 200), 1.0, 0.0, xyz, q);
     for (int depth : {-1, 2}) expect_far_cluster_virial(xyz, q, {0.3}, FMM_DEVICE_CUDA, depth);
 }
 
