@@ -32,9 +32,16 @@
  * but must be refused with FMM_ERR_RANGE where it cannot be represented, and FMM_ERR_RANGE must
  * not come for outputs well inside the range (check_result).
  *
+ * Periodic cells: the cube (fmm_makeplan with one edge), rectangular bricks through fmm_makeplan
+ * with three unequal edges, and triclinic cells within GROMACS's limits (pbc/cell.h, at and just
+ * inside them) through fmm_makeplan_cell, against fmm_ewald_cell; minimum images (the excluded
+ * pairs' terms, the norms) by a search over the lattice shifts around the centred difference.
+ *
  * Byte layout: HEADER bytes (flags, tolerance, order, depth, leaf size, n, coordinate scale,
  * charge scale, box, second call, flags2, excluded pairs), then PER_POINT bytes per charge
- * (three 16-bit coordinates, a zoom level, the charge, the periodic image shifts). */
+ * (three 16-bit coordinates, a zoom level, the charge, the periodic image shifts). The box byte
+ * holds the side (bits 0-2) and, with flags2 bit 1 (a periodic cell other than the cube), the
+ * cell's shape (bits 3-5) and a variant of it (bits 6-7). */
 #include "tests/fuzz/fuzz.h"
 
 #include <float.h>
@@ -49,7 +56,9 @@ static const double FACTOR = 10, ROUNDING = 1000, FLOOR = 1e-11;
 typedef struct {
     fmm_opts o;
     int box_given; /* open boundary with a box passed to fmm_makeplan */
-    double box[3]; /* the box passed (periodic or box_given) */
+    double box[3]; /* the box passed (periodic or box_given), or the cell's diagonal */
+    int cell;      /* periodic: 0 the cube, 1 three edges (fmm_makeplan), 2 fmm_makeplan_cell */
+    double h[9];   /* periodic: the cell's rows a, b, c (a cube or brick: diagonal) */
     int k, m;      /* coordinates are unit * 2^k, charges unit * 2^m */
     long n;
     double *xyz, *q;
@@ -93,6 +102,31 @@ static const int depth_special[6] = {-2, 21, 20, 12, -1000, 7};
 static const int leaf_special[6] = {-1, 4097, 4096, 1, 2, 100000};
 static const double side_menu[8] = {1, 0.75, 1.25, 1.5, 2, 4, 1024, 33554432};
 
+/* The periodic cells other than the cube, rows a, b, c in units of the side: bricks (through
+ * fmm_makeplan with three edges: 1:1.5:2, 1:1:3, flat 1:1:0.4) and triclinic cells (the rhombic
+ * dodecahedron, the truncated octahedron, skewed at GROMACS's limits |bx|, |cx| <= ax/2,
+ * |cy| <= by/2 and beyond them within its margin (1.004 of them; 1.005 allowed), a 2:1:1 cell); the
+ * variant v (0..3) scales the off-diagonals by 1, -1, 1/2 or 0 (a cell given through
+ * fmm_makeplan_cell that is a brick). */
+static void cell_shape(int shape, int v, double u[9], int *through_cell) {
+    const double r2 = sqrt(2.0), r6 = sqrt(6.0), lim = 0.5 * 1.004, f[4] = {1, -1, 0.5, 0};
+    static const double bricks[3][3] = {{1, 1.5, 2}, {1, 1, 3}, {1, 1, 0.4}};
+    memset(u, 0, 9 * sizeof(double));
+    *through_cell = shape >= 3;
+    if (shape < 3) {
+        u[0] = bricks[shape][0], u[4] = bricks[shape][1], u[8] = bricks[shape][2];
+        return;
+    }
+    const double tri[5][9] = {
+        {1, 0, 0, 0, 1, 0, 0.5, 0.5, r2 / 2},                        /* dodecahedron */
+        {1, 0, 0, 1 / 3.0, 2 * r2 / 3, 0, -1 / 3.0, r2 / 3, r6 / 3}, /* octahedron */
+        {1, 0, 0, 0.5, 0.9, 0, -0.5, 0.45, 1.1},                     /* at the limits */
+        {1, 0, 0, lim, 1, 0, -lim, lim, 1.2},                        /* within the margin */
+        {2, 0, 0, 1, 1, 0, 0.3, -0.5, 1}};                           /* 2:1:1 skewed */
+    memcpy(u, tri[shape - 3], 9 * sizeof(double));
+    u[3] *= f[v], u[6] *= f[v], u[7] *= f[v];
+}
+
 static int parse(const uint8_t *data, size_t size, problem *P) {
     memset(P, 0, sizeof *P);
     if (size < HEADER + PER_POINT) return 0;
@@ -118,15 +152,22 @@ static int parse(const uint8_t *data, size_t size, problem *P) {
     long n = 1 + fuzz_u8(&b) % NMAX;
     P->k = fuzz_scale(&b);
     P->m = fuzz_scale(&b);
-    const double side = side_menu[fuzz_u8(&b) % 8];
+    const unsigned sb = fuzz_u8(&b);
+    const double side = side_menu[sb % 8];
     P->second = (int)fuzz_u8(&b);
     unsigned flags2 = fuzz_u8(&b);
     P->want_phi = !(flags2 & 8), P->want_field = !(flags2 & 16), P->want_energy = !(flags2 & 32);
     for (int d = 0; d < 3; ++d) P->box[d] = ldexp(side, P->k);
-    /* open boundary: a box that is not a cube bounds the particles; periodic boxes stay cubes
-     * here (the periodic cells of fmm_makeplan_cell are not fuzzed yet: tests/fuzz/open/README.md)
-     */
+    /* open boundary: a box that is not a cube bounds the particles */
     if ((flags2 & 1) && !periodic) P->box[1] = ldexp(side * 1.5, P->k);
+    if (periodic) {
+        double u[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+        int through_cell = 0;
+        if (flags2 & 2) cell_shape((int)(sb >> 3) % 8, (int)(sb >> 6), u, &through_cell);
+        P->cell = flags2 & 2 ? 1 + through_cell : 0;
+        for (int e = 0; e < 9; ++e) P->h[e] = ldexp(side * u[e], P->k);
+        for (int d = 0; d < 3; ++d) P->box[d] = P->h[4 * d];
+    }
     unsigned pb[2 * MAX_PAIRS];
     for (int i = 0; i < 2 * MAX_PAIRS; ++i) pb[i] = fuzz_u8(&b);
 
@@ -138,11 +179,12 @@ static int parse(const uint8_t *data, size_t size, problem *P) {
     for (long i = 0; i < n; ++i) {
         unsigned u[3] = {fuzz_u16(&b), fuzz_u16(&b), fuzz_u16(&b)};
         unsigned zoom = fuzz_u8(&b), qb = fuzz_u8(&b), shift = fuzz_u8(&b);
-        /* around the centre of the unit cube, at one of 48 scales: deep adaptive trees */
-        for (int d = 0; d < 3; ++d) {
-            double x = fuzz_coordinate(u[d], zoom);
-            if (periodic) x += side * ((int)((shift >> (2 * d)) & 3) - 1); /* another image */
-            P->xyz[3 * i + d] = ldexp(x, P->k);
+        /* around the centre of the unit cube, at one of 48 scales: deep adaptive trees; periodic:
+           in another image too (a lattice vector of the cell away) */
+        for (int d = 0; d < 3; ++d) P->xyz[3 * i + d] = ldexp(fuzz_coordinate(u[d], zoom), P->k);
+        for (int r = 0; periodic && r < 3; ++r) {
+            const int s = (int)((shift >> (2 * r)) & 3) - 1;
+            for (int d = 0; d < 3; ++d) P->xyz[3 * i + d] += s * P->h[3 * r + d];
         }
         P->q[i] = ldexp((int8_t)qb / 16.0, P->m);
     }
@@ -154,14 +196,15 @@ static int parse(const uint8_t *data, size_t size, problem *P) {
     return 1;
 }
 
-/* Kept plans (see the menus above): a plan made with the same options and box by an earlier
- * input is reused, with its excluded pairs cleared; the first fmm_setpts replaces its points.
- * Replaying a saved input makes a fresh plan. *fresh says which. */
+/* Kept plans (see the menus above): a plan made with the same options and box or cell by an
+ * earlier input is reused, with its excluded pairs cleared; the first fmm_setpts replaces its
+ * points. Replaying a saved input makes a fresh plan. *fresh says which. geom is the box (3
+ * doubles, kind 1), the cell (9, kind 2) or NULL (kind 0). */
 enum { KEPT = 64 };
 static struct {
     fmm_opts o;
-    int has_box;
-    double box[3];
+    int kind;
+    double geom[9];
     fmm_plan *plan;
 } kept[KEPT];
 static int nkept, next_evict;
@@ -172,22 +215,23 @@ static int same_opts(const fmm_opts *a, const fmm_opts *b) {
            a->boundary == b->boundary && a->device == b->device && a->precision == b->precision;
 }
 
-static int plan_for(const problem *P, const double *box, fmm_plan **plan, int *fresh) {
+static int plan_for(const problem *P, int kind, const double *geom, fmm_plan **plan, int *fresh) {
+    const size_t size = sizeof(double) * (kind == 2 ? 9 : kind == 1 ? 3 : 0);
     for (int i = 0; i < nkept; ++i)
-        if (same_opts(&kept[i].o, &P->o) && kept[i].has_box == !!box &&
-            (!box || !memcmp(kept[i].box, box, sizeof kept[i].box))) {
+        if (same_opts(&kept[i].o, &P->o) && kept[i].kind == kind &&
+            !memcmp(kept[i].geom, geom ? geom : kept[i].geom, size)) {
             *plan = kept[i].plan, *fresh = 0;
             int rc = fmm_set_exclusions(*plan, 0, NULL);
             FUZZ_CHECK(rc == FMM_OK, "clearing the excluded pairs: %d", rc);
             return FMM_OK;
         }
     *fresh = 1;
-    int rc = fmm_makeplan(&P->o, box, plan);
+    int rc = kind == 2 ? fmm_makeplan_cell(&P->o, geom, plan) : fmm_makeplan(&P->o, geom, plan);
     if (rc) return rc;
     int slot = nkept < KEPT ? nkept++ : next_evict++ % KEPT;
     if (kept[slot].plan) fmm_destroy(kept[slot].plan);
-    kept[slot].o = P->o, kept[slot].has_box = !!box, kept[slot].plan = *plan;
-    if (box) memcpy(kept[slot].box, box, sizeof kept[slot].box);
+    kept[slot].o = P->o, kept[slot].kind = kind, kept[slot].plan = *plan;
+    if (geom) memcpy(kept[slot].geom, geom, size);
     return FMM_OK;
 }
 
@@ -201,12 +245,28 @@ typedef struct {
     double rounding;                   /* eps * extent / d_min */
 } reference;
 
-/* r = a - b, the minimum image in a periodic box of side L (L = 0: open) */
-static void separation(const double *a, const double *b, double L, double r[3]) {
-    for (int d = 0; d < 3; ++d) {
-        r[d] = a[d] - b[d];
-        if (L > 0) r[d] -= L * nearbyint(r[d] / L);
+/* r = a - b, its minimum image in the periodic cell of rows h (NULL: open): the difference
+ * centred (the nearest whole number of c for z, then of b for y, then of a for x), then the
+ * shortest of it and its 26 neighbours n h, |n_d| <= 1, which holds the minimum image in every
+ * cell within GROMACS's limits */
+static void separation(const double *a, const double *b, const double *h, double r[3]) {
+    for (int d = 0; d < 3; ++d) r[d] = a[d] - b[d];
+    if (!h) return;
+    for (int row = 2; row >= 0; --row) {
+        const double k = nearbyint(r[row] / h[4 * row]);
+        for (int d = 0; d <= row; ++d) r[d] -= k * h[3 * row + d];
     }
+    double best[3] = {r[0], r[1], r[2]}, b2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+    for (int n = 0; n < 27; ++n) {
+        const int m[3] = {n % 3 - 1, n / 3 % 3 - 1, n / 9 - 1};
+        double t[3], t2 = 0;
+        for (int d = 0; d < 3; ++d) {
+            t[d] = r[d] + m[0] * h[d] + m[1] * h[3 + d] + m[2] * h[6 + d];
+            t2 += t[d] * t[d];
+        }
+        if (t2 < b2) b2 = t2, memcpy(best, t, sizeof best);
+    }
+    memcpy(r, best, sizeof best);
 }
 
 static int excluded(const int *pairs, int npairs, long i, long j) {
@@ -232,10 +292,14 @@ static void compute_reference(const problem *P, long n, const double *xyz, const
     }
     for (long i = 0; i < 3 * n; ++i) x[i] = ldexp(xyz[i], -P->k);
     for (long i = 0; i < n; ++i) c[i] = ldexp(q[i], -P->m);
-    const double L = P->o.periodic ? ldexp(P->box[0], -P->k) : 0;
+    /* periodic: the cell at unit scale, L its shortest edge (the far images' distance in the
+       norms) and hmax its largest entry (the extent of wrapped positions) */
+    double hs[9], L = 0, hmax = 0;
+    const double *h = P->o.periodic ? hs : NULL;
+    for (int e = 0; e < 9; ++e) hs[e] = ldexp(P->h[e], -P->k), hmax = fmax(hmax, fabs(hs[e]));
     if (P->o.periodic) {
-        const double box[3] = {L, L, L};
-        R->rc = fmm_ewald(n, x, c, box, ewald_tol, R->phi, R->field, &R->energy, R->virial, 1);
+        L = fmin(hs[0], fmin(hs[4], hs[8]));
+        R->rc = fmm_ewald_cell(n, x, c, hs, ewald_tol, R->phi, R->field, &R->energy, R->virial, 1);
     } else {
         R->rc = fmm_direct(n, x, c, R->phi, R->field, &R->energy, R->virial, 1);
     }
@@ -244,7 +308,7 @@ static void compute_reference(const problem *P, long n, const double *xyz, const
         long i = P->pairs[2 * k], j = P->pairs[2 * k + 1];
         if (i >= n || j >= n || excluded(P->pairs, k, i, j)) continue;
         double r[3];
-        separation(x + 3 * i, x + 3 * j, L, r);
+        separation(x + 3 * i, x + 3 * j, h, r);
         double r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2], r1 = sqrt(r2), r3 = r1 * r2;
         R->phi[i] -= c[j] / r1, R->phi[j] -= c[i] / r1;
         for (int d = 0; d < 3; ++d) {
@@ -258,7 +322,7 @@ static void compute_reference(const problem *P, long n, const double *xyz, const
     /* norms and rounding allowance */
     double qabs = 0, lo[3] = {INFINITY, INFINITY, INFINITY},
            hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    double extent = L, dmin = INFINITY;
+    double extent = hmax, dmin = INFINITY;
     for (long i = 0; i < n; ++i) {
         qabs += fabs(c[i]);
         for (int d = 0; d < 3; ++d) {
@@ -273,7 +337,7 @@ static void compute_reference(const problem *P, long n, const double *xyz, const
         for (long j = 0; j < n; ++j) {
             if (j == i) continue;
             double r[3];
-            separation(x + 3 * i, x + 3 * j, L, r);
+            separation(x + 3 * i, x + 3 * j, h, r);
             double r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
             dmin = fmin(dmin, sqrt(r2));
             a += fabs(c[j]) / sqrt(r2), bf += fabs(c[j]) / r2;
@@ -489,7 +553,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const long n = P.n;
     fmm_plan *plan = NULL;
     int fresh;
-    int rc = plan_for(&P, P.o.periodic || P.box_given ? P.box : NULL, &plan, &fresh);
+    const int kind = P.cell == 2 ? 2 : P.o.periodic || P.box_given ? 1 : 0;
+    int rc = plan_for(&P, kind, kind == 2 ? P.h : kind ? P.box : NULL, &plan, &fresh);
     FUZZ_CHECK(rc == FMM_OK || rc == FMM_ERR_ARG || rc == FMM_ERR_TOLERANCE ||
                    rc == FMM_ERR_ORDER || rc == FMM_ERR_DEPTH || rc == FMM_ERR_LEAF ||
                    rc == FMM_ERR_BOX || rc == FMM_ERR_THREADS || rc == FMM_ERR_BOUNDARY ||

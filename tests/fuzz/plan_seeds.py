@@ -12,6 +12,15 @@ OUT_BLDTT = os.path.join(HERE, "corpus", "bldtt_plan")
 
 # flags (byte 0)
 PERIODIC, VACUUM, BOX, EXCL, VIRIAL, ORDER, DEPTH = 1, 2, 4, 8, 16, 64, 128
+# flags2 (byte 10): a periodic cell other than the cube, its shape and variant in the side byte
+CELL = 2
+BRICK, BRICK_113, FLAT, DODECAHEDRON, OCTAHEDRON, LIMITS, MARGIN, SKEWED_211 = range(8)
+
+
+def cell(side, shape, variant=0):
+    """The side byte of a periodic cell: side index, shape (cell_shape in fuzz_fmm_plan.c) and
+    variant of its off-diagonals (1, -1, 1/2 or 0 times)."""
+    return side | shape << 3 | variant << 6
 
 
 def seed(name, points, flags=0, tol=0, order=0, depth=0, leaf=0, scale=0, qscale=0, side=0,
@@ -65,6 +74,26 @@ def main():
          side=3, second=5)
     seed("periodic_vacuum", cloud(rng, 20), flags=PERIODIC | VACUUM | ORDER, order=5, leaf=2)
     seed("bad_options", cloud(rng, 10), flags=ORDER, tol=9, order=251)
+    # periodic cells other than the cube (their own generator: the seeds above stay as they were)
+    crng = random.Random(34)
+    seed("cell_brick", cloud(crng, 60), flags=PERIODIC, leaf=5, side=cell(0, BRICK), second=1,
+         flags2=CELL)
+    seed("cell_brick_113_virial", cloud(crng, 40), flags=PERIODIC | VIRIAL | ORDER, order=3,
+         leaf=4, side=cell(3, BRICK_113), second=5, flags2=CELL)
+    seed("cell_flat_scaled", cloud(crng, 30), flags=PERIODIC, leaf=3, scale=12, qscale=10,
+         side=cell(4, FLAT), second=6, flags2=CELL)
+    seed("cell_dodecahedron_exclusions", cloud(crng, 50), flags=PERIODIC | EXCL, leaf=4,
+         side=cell(0, DODECAHEDRON), second=8, flags2=CELL | 0x40, pairs=(1, 2, 3, 4, 5, 6))
+    seed("cell_octahedron_depth2", cloud(crng, 80), flags=PERIODIC | ORDER | DEPTH, order=6,
+         depth=3, side=cell(2, OCTAHEDRON, 1), second=2, flags2=CELL)
+    seed("cell_limits_compact_huge", cloud(crng, 40, (0, 3, 8)), flags=PERIODIC, leaf=4,
+         side=cell(6, LIMITS), second=0, flags2=CELL)
+    seed("cell_margin_half_skew", cloud(crng, 60), flags=PERIODIC | VIRIAL | ORDER, order=4,
+         leaf=6, side=cell(1, MARGIN, 2), second=5, flags2=CELL)
+    seed("cell_skewed_vacuum", cloud(crng, 30), flags=PERIODIC | VACUUM | ORDER, order=5, leaf=3,
+         side=cell(5, SKEWED_211), flags2=CELL)
+    seed("cell_as_brick", cloud(crng, 40), flags=PERIODIC, leaf=4, side=cell(0, LIMITS, 3),
+         second=7, flags2=CELL)
 
     os.makedirs(OUT_BLDTT, exist_ok=True)
     bldtt_seed("coulomb", cloud(rng, 120), flags=GRAD | THREADS2)
