@@ -1,6 +1,6 @@
 /* bldtt/bldtt_cuda.cu - CUDA evaluation of the BLDTT / BLTC solver, double precision.
  *
- * The trees and interaction lists are built on the CPU (bldtt.c) and uploaded once per
+ * The trees and interaction lists are built on the CPU (bldtt/setpts.c) and uploaded once per
  * bldtt_setpts; each bldtt_execute runs, on one stream:
  *   U1  proxy charges of the source leaves (one block per leaf; particles staged in shared
  *       memory with their 1-D Lagrange factors, one thread per proxy),
@@ -415,7 +415,7 @@ void free_dev(bt_dev *d) {
     free(d);
 }
 
-int upload_tree(bt_dev *d, const bt_tree *h, int n1, dtree *o) {
+int upload_tree(bt_dev *d, const ct_tree *h, const double *cheb, int n1, dtree *o) {
     int nn = h->nnodes;
     int *ib = (int *)malloc(sizeof(int) * nn * 12);
     long long *perm = (long long *)malloc(sizeof(long long) * (h->n ? h->n : 1));
@@ -425,7 +425,7 @@ int upload_tree(bt_dev *d, const bt_tree *h, int n1, dtree *o) {
     }
     int *ie = ib + nn, *pa = ie + nn, *nc = pa + nn, *ch = nc + nn;
     for (int i = 0; i < nn; ++i) {
-        const bt_node *b = &h->nodes[i];
+        const ct_node *b = &h->nodes[i];
         ib[i] = (int)b->ibeg, ie[i] = (int)b->iend, pa[i] = b->parent, nc[i] = b->nchild;
         for (int c = 0; c < 8; ++c) ch[8 * i + c] = c < b->nchild ? b->child[c] : -1;
     }
@@ -434,7 +434,7 @@ int upload_tree(bt_dev *d, const bt_tree *h, int n1, dtree *o) {
     double *dch = NULL, *dx = NULL, *dy = NULL, *dz = NULL;
     long long *dp = NULL;
     int rc = upload(d, &dib, ib, (size_t)nn * 12);
-    if (!rc) rc = upload(d, &dch, h->cheb, (size_t)nn * 3 * n1);
+    if (!rc) rc = upload(d, &dch, cheb, (size_t)nn * 3 * n1);
     if (!rc) rc = upload(d, &dx, h->x, (size_t)h->n);
     if (!rc) rc = upload(d, &dy, h->y, (size_t)h->n);
     if (!rc) rc = upload(d, &dz, h->z, (size_t)h->n);
@@ -518,13 +518,13 @@ extern "C" int bt_cuda_setpts(bldtt_plan *p) {
     int rc = fmm_cuda_status(cudaStreamCreateWithFlags(&d->st, cudaStreamNonBlocking));
     if (!rc) rc = fmm_cuda_status(cudaStreamCreateWithFlags(&d->st_near, cudaStreamNonBlocking));
     if (!rc) rc = fmm_cuda_status(cudaEventCreateWithFlags(&d->near_done, cudaEventDisableTiming));
-    if (!rc) rc = upload_tree(d, &p->src, p->n1, &d->S);
+    if (!rc) rc = upload_tree(d, &p->src, p->src_cheb, p->n1, &d->S);
     d->same = p->same;
     if (!rc) {
         if (p->same)
             d->T = d->S;
         else
-            rc = upload_tree(d, p->trg, p->n1, &d->T);
+            rc = upload_tree(d, p->trg, p->trg_cheb, p->n1, &d->T);
     }
     int ntn = p->trg->nnodes;
     for (int k = 0; k < 4 && !rc; ++k) {
@@ -552,7 +552,7 @@ extern "C" int bt_cuda_setpts(bldtt_plan *p) {
     d->ntleaves = p->trg->nleaves, d->nsleaves = p->src.nleaves;
     d->max_tleaf = 0;
     for (int k = 0; k < p->trg->nleaves; ++k) {
-        const bt_node *b = &p->trg->nodes[p->trg->leaves[k]];
+        const ct_node *b = &p->trg->nodes[p->trg->leaves[k]];
         if (b->iend - b->ibeg > d->max_tleaf) d->max_tleaf = (int)(b->iend - b->ibeg);
     }
     /* With few target leaves (N ~ 1e5 at the default leaf 2000: ~60 leaves, ~800 blocks) the

@@ -1,5 +1,6 @@
 /* bldtt/bldtt_cuda.h - CUDA entry points of the BLDTT solver (bldtt_cuda.cu); called from
- * bldtt.c only when FMM_HAVE_CUDA is defined. Every function returns an fmm_status. */
+ * bldtt/setpts.c and bldtt/execute.c only when FMM_HAVE_CUDA is defined. Every function returns an
+ * fmm_status. */
 #ifndef FMM_BLDTT_CUDA_H
 #define FMM_BLDTT_CUDA_H
 

@@ -4,36 +4,12 @@
 
 #define BT_PI 3.14159265358979323846
 
+#include "core/cluster_tree.h"
 #include "fmm_bldtt.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* One cluster: a shrunk bounding box of the particles ibeg..iend-1 (tree order). Nodes are
- * stored breadth first, so parents precede children and each level is a contiguous range. */
-typedef struct bt_node {
-    long ibeg, iend;
-    int child[8];
-    int nchild;
-    int parent; /* -1 for the root */
-    int level;
-    double lo[3], hi[3]; /* shrunk bounding box */
-    double c[3], r;      /* box centre and half diagonal */
-} bt_node;
-
-typedef struct bt_tree {
-    long n;
-    double *x, *y, *z; /* coordinates in tree order */
-    long *perm;        /* tree position -> caller's index */
-    bt_node *nodes;
-    int nnodes;
-    int depth;        /* deepest level */
-    int *level_start; /* nodes of level l: level_start[l] .. level_start[l+1]-1 */
-    int *leaves;      /* leaf node indices */
-    int nleaves;
-    double *cheb; /* per node 3 (n+1) Chebyshev points: [node][dim][k] */
-} bt_tree;
 
 /* Interaction lists in CSR form by target: entries start[t] .. start[t+1]-1 of src are the
  * source clusters of target cluster t (t a node of the target tree). */
@@ -54,9 +30,12 @@ struct bldtt_plan {
     int n1, np; /* degree + 1 and (degree + 1)^3 */
     double w[BLDTT_DEGREE_MAX + 1]; /* barycentric weights */
     int have_pts;
-    int same; /* targets = sources: trg points at src */
-    bt_tree src, trg_own;
-    bt_tree *trg;
+    int same;             /* targets = sources: trg points at src */
+    ct_tree src, trg_own; /* the cluster trees (core/cluster_tree.h, CT_SPLIT_BISECT) */
+    ct_tree *trg;
+    /* the Chebyshev points of every cluster of the source and target trees: [node][dim][n1] */
+    double *src_cheb, *trg_cheb_own;
+    const double *trg_cheb;
     bt_list lists[4]; /* PP, PC (by target leaf), CP, CC (by target cluster) */
     char *tneed;      /* target clusters whose proxy potentials are used */
     bldtt_info info;
@@ -82,10 +61,12 @@ int bt_scale_lengths(int k, double p, double amax, int *elen, double *ps);
 /* frees the trees, lists and device state of a plan's points */
 void bt_free_geometry(bldtt_plan *p);
 
-/* Builds the tree of the n points xyz, each coordinate multiplied by 2^-elen (exactly). */
-int bt_tree_build(bt_tree *t, long n, const double *xyz, int elen, int leaf, int degree);
-void bt_tree_free(bt_tree *t);
-
+/* Builds the cluster tree of the n points xyz, each coordinate multiplied by 2^-elen
+ * (exactly), with leaves of at most leaf points, and the Chebyshev points of degree `degree` of
+ * each cluster's box (*cheb, [node][dim][degree + 1]); threads as in bldtt_opts. FMM_OK or
+ * FMM_ERR_NOMEM (nothing allocated then). */
+int bt_tree_build(ct_tree *t, double **cheb, long n, const double *xyz, int elen, int leaf,
+                  int degree, int threads);
 /* Chebyshev points of the second kind on [a, b], k = 0..n: s_k = a + (cos(pi k/n)+1)/2 (b-a),
  * with s_0 = b and s_n = a exactly; barycentric weights w_k = (-1)^k delta_k. */
 void bt_cheb_points(int n, double a, double b, double *s);

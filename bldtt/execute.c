@@ -42,18 +42,18 @@ static void contract3(int n1, const double *Mx, const double *My, const double *
 }
 
 /* M_d[kc n1 + k] = L^parent_k(s^child_{d,kc}) for the three dimensions */
-static void interlevel(const bt_tree *T, int n1, const double *w, int parent, int child,
+static void interlevel(const double *cheb, int n1, const double *w, int parent, int child,
                        double *M) {
     for (int d = 0; d < 3; ++d) {
-        const double *sp = T->cheb + ((size_t)parent * 3 + d) * n1;
-        const double *sc = T->cheb + ((size_t)child * 3 + d) * n1;
+        const double *sp = cheb + ((size_t)parent * 3 + d) * n1;
+        const double *sc = cheb + ((size_t)child * 3 + d) * n1;
         for (int kc = 0; kc < n1; ++kc) bt_lagrange(n1 - 1, sp, w, sc[kc], M + (d * n1 + kc) * n1);
     }
 }
 
 /* proxy coordinates of a node (flattened k1 + n1 (k2 + n1 k3)) */
-static void proxies(const bt_tree *T, int n1, int node, double *px, double *py, double *pz) {
-    const double *cx = T->cheb + (size_t)node * 3 * n1, *cy = cx + n1, *cz = cy + n1;
+static void proxies(const double *cheb, int n1, int node, double *px, double *py, double *pz) {
+    const double *cx = cheb + (size_t)node * 3 * n1, *cy = cx + n1, *cz = cy + n1;
     for (int k3 = 0; k3 < n1; ++k3)
         for (int k2 = 0; k2 < n1; ++k2)
             for (int k1 = 0; k1 < n1; ++k1) {
@@ -64,7 +64,7 @@ static void proxies(const bt_tree *T, int n1, int node, double *px, double *py, 
 
 /* proxy charges of the source tree: leaves from particles, parents from children */
 static void upward(const bldtt_plan *p, const double *qs, double *qhat) {
-    const bt_tree *S = &p->src;
+    const ct_tree *S = &p->src;
     int n1 = p->n1, np = p->np;
     const double *w = p->w;
     memset(qhat, 0, sizeof(double) * (size_t)np * S->nnodes);
@@ -74,8 +74,8 @@ static void upward(const bldtt_plan *p, const double *qs, double *qhat) {
 #pragma omp for schedule(dynamic, 4)
         for (int k = 0; k < S->nleaves; ++k) {
             int nd = S->leaves[k];
-            const bt_node *b = &S->nodes[nd];
-            const double *cx = S->cheb + (size_t)nd * 3 * n1;
+            const ct_node *b = &S->nodes[nd];
+            const double *cx = p->src_cheb + (size_t)nd * 3 * n1;
             double *qh = qhat + (size_t)nd * np;
             for (long i = b->ibeg; i < b->iend; ++i) {
                 bt_lagrange(n1 - 1, cx, w, S->x[i], L[0]);
@@ -98,10 +98,10 @@ static void upward(const bldtt_plan *p, const double *qs, double *qhat) {
             double *t1 = malloc(sizeof(double) * 2 * np);
 #pragma omp for schedule(dynamic, 1)
             for (int nd = S->level_start[lev]; nd < S->level_start[lev + 1]; ++nd) {
-                const bt_node *b = &S->nodes[nd];
+                const ct_node *b = &S->nodes[nd];
                 if (!t1) continue;
                 for (int c = 0; c < b->nchild; ++c) {
-                    interlevel(S, n1, w, nd, b->child[c], M);
+                    interlevel(p->src_cheb, n1, w, nd, b->child[c], M);
                     contract3(n1, M, M + n1 * n1, M + 2 * n1 * n1, 1,
                               qhat + (size_t)b->child[c] * np, qhat + (size_t)nd * np, t1, t1 + np);
                 }
@@ -127,7 +127,7 @@ typedef struct exec_ctx {
  * a failed allocation: the thread takes its share of the loop and skips it). */
 static void far_to_proxies(const exec_ctx *e, double *buf) {
     const bldtt_plan *p = e->p;
-    const bt_tree *S = &p->src, *T = p->trg;
+    const ct_tree *S = &p->src, *T = p->trg;
     const int n1 = p->n1, np = p->np, nv = e->nv;
     const double prm = p->prm;
     double *tx = buf, *ty = tx + np, *tz = ty + np, *sx = tz + np, *sy = sx + np, *sz = sy + np;
@@ -136,10 +136,10 @@ static void far_to_proxies(const exec_ctx *e, double *buf) {
         const bt_list *cc = &p->lists[BT_CC], *cp = &p->lists[BT_CP];
         if (!buf || (cc->start[t] == cc->start[t + 1] && cp->start[t] == cp->start[t + 1]))
             continue;
-        proxies(T, n1, t, tx, ty, tz);
+        proxies(p->trg_cheb, n1, t, tx, ty, tz);
         double *v = e->tp + (size_t)t * nv * np;
         for (int j = cp->start[t]; j < cp->start[t + 1]; ++j) {
-            const bt_node *b = &S->nodes[cp->src[j]];
+            const ct_node *b = &S->nodes[cp->src[j]];
             long ns = b->iend - b->ibeg;
             for (int l = 0; l < np; ++l) {
                 double o4[4] = {0, 0, 0, 0};
@@ -150,7 +150,7 @@ static void far_to_proxies(const exec_ctx *e, double *buf) {
         }
         for (int j = cc->start[t]; j < cc->start[t + 1]; ++j) {
             int s = cc->src[j];
-            proxies(S, n1, s, sx, sy, sz);
+            proxies(p->src_cheb, n1, s, sx, sy, sz);
             const double *qh = e->qhat + (size_t)s * np;
             for (int l = 0; l < np; ++l) {
                 double o4[4] = {0, 0, 0, 0};
@@ -165,18 +165,18 @@ static void far_to_proxies(const exec_ctx *e, double *buf) {
  * (called by every thread of the team, as step 1) */
 static void proxies_down(const exec_ctx *e, double *buf) {
     const bldtt_plan *p = e->p;
-    const bt_tree *T = p->trg;
+    const ct_tree *T = p->trg;
     const int n1 = p->n1, np = p->np, nv = e->nv;
     double *t1 = buf ? buf + 3 * np : NULL, *t2 = buf ? buf + 4 * np : NULL;
     for (int lev = 0; lev < T->depth; ++lev) {
         double M[3 * (BLDTT_DEGREE_MAX + 1) * (BLDTT_DEGREE_MAX + 1)];
 #pragma omp for schedule(dynamic, 1)
         for (int nd = T->level_start[lev]; nd < T->level_start[lev + 1]; ++nd) {
-            const bt_node *b = &T->nodes[nd];
+            const ct_node *b = &T->nodes[nd];
             if (!buf || !p->tneed[nd]) continue;
             for (int c = 0; c < b->nchild; ++c) {
                 int ch = b->child[c];
-                interlevel(T, n1, p->w, nd, ch, M);
+                interlevel(p->trg_cheb, n1, p->w, nd, ch, M);
                 for (int a = 0; a < nv; ++a)
                     contract3(n1, M, M + n1 * n1, M + 2 * n1 * n1, 0,
                               e->tp + ((size_t)nd * nv + a) * np,
@@ -190,7 +190,7 @@ static void proxies_down(const exec_ctx *e, double *buf) {
  * particle-particle and particle-cluster sums (called by every thread of the team, as step 1) */
 static void leaves(const exec_ctx *e, double *buf) {
     const bldtt_plan *p = e->p;
-    const bt_tree *S = &p->src, *T = p->trg;
+    const ct_tree *S = &p->src, *T = p->trg;
     const int n1 = p->n1, np = p->np, nv = e->nv;
     const double prm = p->prm, *w = p->w, *qs = e->qs;
     const bt_eval_fn ev = e->ev;
@@ -200,10 +200,10 @@ static void leaves(const exec_ctx *e, double *buf) {
 #pragma omp for schedule(dynamic, 1)
     for (int k = 0; k < T->nleaves; ++k) {
         int t = T->leaves[k];
-        const bt_node *b = &T->nodes[t];
+        const ct_node *b = &T->nodes[t];
         if (!buf) continue;
         const bt_list *pp = &p->lists[BT_PP], *pc = &p->lists[BT_PC];
-        const double *cx = T->cheb + (size_t)t * 3 * n1;
+        const double *cx = p->trg_cheb + (size_t)t * 3 * n1;
         for (long i = b->ibeg; i < b->iend; ++i) {
             double o4[4] = {0, 0, 0, 0};
             double xi = T->x[i], yi = T->y[i], zi = T->z[i];
@@ -226,7 +226,7 @@ static void leaves(const exec_ctx *e, double *buf) {
                 }
             }
             for (int j = pp->start[t]; j < pp->start[t + 1]; ++j) {
-                const bt_node *sb = &S->nodes[pp->src[j]];
+                const ct_node *sb = &S->nodes[pp->src[j]];
                 long b0 = sb->ibeg, b1 = sb->iend;
                 if (p->same && i >= b0 && i < b1) { /* leave out the self term */
                     ev(prm, xi, yi, zi, i - b0, S->x + b0, S->y + b0, S->z + b0, qs + b0, o4);
@@ -237,7 +237,7 @@ static void leaves(const exec_ctx *e, double *buf) {
             }
             for (int j = pc->start[t]; j < pc->start[t + 1]; ++j) {
                 int s = pc->src[j];
-                proxies(S, n1, s, sx, sy, sz);
+                proxies(p->src_cheb, n1, s, sx, sy, sz);
                 ev(prm, xi, yi, zi, np, sx, sy, sz, e->qhat + (size_t)s * np, o4);
             }
             long o = T->perm[i];
@@ -252,7 +252,7 @@ static void leaves(const exec_ctx *e, double *buf) {
 }
 
 static int execute_cpu(bldtt_plan *p, const double *qs, double *out, int grad) {
-    const bt_tree *S = &p->src, *T = p->trg;
+    const ct_tree *S = &p->src, *T = p->trg;
     const int np = p->np, nv = grad ? 4 : 1;
     int need_up = p->lists[BT_PC].count + p->lists[BT_CC].count > 0;
     int need_down = p->lists[BT_CP].count + p->lists[BT_CC].count > 0;

@@ -179,8 +179,10 @@ void bt_free_geometry(bldtt_plan *p) {
     if (p->cuda) bt_cuda_free(p);
 #endif
     p->cuda = NULL;
-    bt_tree_free(&p->src);
-    bt_tree_free(&p->trg_own);
+    ct_free(&p->src);
+    ct_free(&p->trg_own);
+    free(p->src_cheb), free(p->trg_cheb_own);
+    p->src_cheb = p->trg_cheb_own = NULL, p->trg_cheb = NULL;
     free_lists(p->lists);
     free(p->tneed);
     p->tneed = NULL;

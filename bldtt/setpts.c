@@ -1,4 +1,4 @@
-/* bldtt/setpts.c - bldtt_setpts: the source and target cluster trees (bldtt/tree.c) and the
+/* bldtt/setpts.c - bldtt_setpts: the source and target cluster trees (bldtt/interp.c) and the
  * interaction lists of the dual tree traversal (BLDTT) or of the treecode (BLTC) by the MAC of
  * docs/bldtt.md. */
 #include <math.h>
@@ -39,7 +39,7 @@ static void pb_add(pairbuf *b, int t, int s) {
 }
 
 typedef struct dtt_ctx {
-    const bt_tree *T, *S;
+    const ct_tree *T, *S;
     double theta;
     long np;
     double osc; /* wavenumber of an oscillatory kernel, else 0 */
@@ -47,13 +47,13 @@ typedef struct dtt_ctx {
     pairbuf pb[4];
 } dtt_ctx;
 
-static long cnt(const bt_node *n) {
+static long cnt(const ct_node *n) {
     return n->iend - n->ibeg;
 }
 
 /* (r_t + r_s) < theta R; for the oscillatory kernel also p r <= n for both clusters (a
  * degree-n interpolant resolves about n radians of sin(p r) per cluster radius) */
-static int mac(const dtt_ctx *c, const bt_node *a, const bt_node *b) {
+static int mac(const dtt_ctx *c, const ct_node *a, const ct_node *b) {
     double dx = a->c[0] - b->c[0], dy = a->c[1] - b->c[1], dz = a->c[2] - b->c[2];
     double R = sqrt(dx * dx + dy * dy + dz * dz);
     if (c->osc > 0 && (c->osc * a->r > c->degree || c->osc * b->r > c->degree)) return 0;
@@ -62,7 +62,7 @@ static int mac(const dtt_ctx *c, const bt_node *a, const bt_node *b) {
 
 /* PP and PC write to target particles: emitted per target leaf (leaves own disjoint ranges) */
 static void add_leaves(dtt_ctx *c, int type, int t, int s) {
-    const bt_node *nt = &c->T->nodes[t];
+    const ct_node *nt = &c->T->nodes[t];
     if (nt->nchild == 0) {
         pb_add(&c->pb[type], t, s);
         return;
@@ -71,7 +71,7 @@ static void add_leaves(dtt_ctx *c, int type, int t, int s) {
 }
 
 static void dtt(dtt_ctx *c, int t, int s) {
-    const bt_node *nt = &c->T->nodes[t], *ns = &c->S->nodes[s];
+    const ct_node *nt = &c->T->nodes[t], *ns = &c->S->nodes[s];
     if (mac(c, nt, ns)) {
         int bt = cnt(nt) > c->np, bs = cnt(ns) > c->np;
         if (bt && bs)
@@ -95,7 +95,7 @@ static void dtt(dtt_ctx *c, int t, int s) {
 
 /* BLTC: a target leaf against the source tree */
 static void bltc(dtt_ctx *c, int t, int s) {
-    const bt_node *nt = &c->T->nodes[t], *ns = &c->S->nodes[s];
+    const ct_node *nt = &c->T->nodes[t], *ns = &c->S->nodes[s];
     if (mac(c, nt, ns)) {
         pb_add(&c->pb[cnt(ns) > c->np ? BT_PC : BT_PP], t, s);
         return;
@@ -140,11 +140,11 @@ static int build_lists(bldtt_plan *p) {
     for (int k = 0; k < 4; ++k) free(c.pb[k].t), free(c.pb[k].s);
     if (rc) return rc;
     /* target clusters whose proxy potentials are needed: CP/CC targets and their subtrees */
-    const bt_tree *T = p->trg;
+    const ct_tree *T = p->trg;
     p->tneed = calloc((size_t)T->nnodes, 1);
     if (!p->tneed) return FMM_ERR_NOMEM;
     for (int i = 0; i < T->nnodes; ++i) { /* breadth-first order: parents first */
-        const bt_node *nd = &T->nodes[i];
+        const ct_node *nd = &T->nodes[i];
         p->tneed[i] = p->lists[BT_CC].start[i + 1] > p->lists[BT_CC].start[i] ||
                       p->lists[BT_CP].start[i + 1] > p->lists[BT_CP].start[i] ||
                       (nd->parent >= 0 && p->tneed[nd->parent]);
@@ -193,11 +193,15 @@ int bldtt_setpts(bldtt_plan *plan, long ns, const double *sources, long nt, cons
     t.tneed = NULL;
     t.have_pts = 0;
     t.elen = elen, t.prm = prm;
-    rc = bt_tree_build(&t.src, ns, sources, elen, t.leaf, t.o.degree);
-    if (!rc && targets) rc = bt_tree_build(&t.trg_own, nt, targets, elen, t.leaf, t.o.degree);
+    t.src_cheb = t.trg_cheb_own = NULL;
+    rc = bt_tree_build(&t.src, &t.src_cheb, ns, sources, elen, t.leaf, t.o.degree, t.o.threads);
+    if (!rc && targets)
+        rc = bt_tree_build(&t.trg_own, &t.trg_cheb_own, nt, targets, elen, t.leaf, t.o.degree,
+                           t.o.threads);
     if (!rc) {
         t.same = !targets;
         t.trg = targets ? &t.trg_own : &t.src;
+        t.trg_cheb = targets ? t.trg_cheb_own : t.src_cheb;
         rc = build_lists(&t);
     }
     double t_dev = omp_get_wtime();

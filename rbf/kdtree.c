@@ -1,4 +1,4 @@
-/* k-d tree: median splits along the widest extent, tight boxes, max rank per node. */
+/* The L-set k-d tree: the tree of core/cluster_tree.c with ranks, and the k-nearest query. */
 #include "rbf/kdtree.h"
 
 #include <math.h>
@@ -7,106 +7,34 @@
 
 #include "fmm_common.h"
 
-/* quickselect: order idx[lo..hi) so that the k-th (absolute) element is in place along dim */
-static void select_k(long *idx, const double *xyz, int dim, long lo, long hi, long k) {
-    while (hi - lo > 1) {
-        /* median of three pivot */
-        long mid = lo + (hi - lo) / 2;
-        double a = xyz[3 * idx[lo] + dim], b = xyz[3 * idx[mid] + dim], c = xyz[3 * idx[hi - 1] + dim];
-        double piv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
-        long i = lo, j = hi - 1;
-        while (i <= j) {
-            while (xyz[3 * idx[i] + dim] < piv) ++i;
-            while (xyz[3 * idx[j] + dim] > piv) --j;
-            if (i <= j) {
-                long t = idx[i];
-                idx[i] = idx[j], idx[j] = t;
-                ++i, --j;
-            }
-        }
-        if (k <= j) hi = j + 1;
-        else if (k >= i) lo = i;
-        else return;
-    }
-}
-
 int rbf_kd_build(rbf_kdtree *t, long n, const double *xyz, const long *rank, int leaf_size) {
     memset(t, 0, sizeof *t);
-    if (leaf_size < 1) leaf_size = 1;
-    long maxnode = 2 * (2 * n / (leaf_size + 1) + 2) + 1;
-    t->n = n;
-    t->node = malloc(sizeof(rbf_kdnode) * maxnode);
-    t->idx = malloc(sizeof(long) * (n > 0 ? n : 1));
-    t->x = malloc(sizeof(double) * (n > 0 ? n : 1));
-    t->y = malloc(sizeof(double) * (n > 0 ? n : 1));
-    t->z = malloc(sizeof(double) * (n > 0 ? n : 1));
-    if (rank) t->rk = malloc(sizeof(long) * (n > 0 ? n : 1));
-    if (!t->node || !t->idx || !t->x || !t->y || !t->z || (rank && !t->rk)) {
+    /* one thread: the L-set trees are many and small, and the deformation's are built once */
+    int rc = ct_build(&t->t, n, xyz, 0, leaf_size < 1 ? 1 : leaf_size, CT_SPLIT_MEDIAN, 0, 1);
+    if (rc) return rc;
+    t->rk = malloc(sizeof(long) * (n > 0 ? n : 1));
+    t->maxrank = malloc(sizeof(long) * t->t.nnodes);
+    if (!t->rk || !t->maxrank) {
         rbf_kd_free(t);
         return FMM_ERR_NOMEM;
     }
-    for (long i = 0; i < n; ++i) t->idx[i] = i;
-    /* breadth-first split: a node's children follow it in creation order */
-    t->nnode = 1;
-    t->node[0].begin = 0, t->node[0].end = n;
-    for (int b = 0; b < t->nnode; ++b) {
-        rbf_kdnode *nd = &t->node[b];
-        nd->left = nd->right = -1;
-        for (int d = 0; d < 3; ++d) nd->lo[d] = INFINITY, nd->hi[d] = -INFINITY;
-        for (long i = nd->begin; i < nd->end; ++i)
-            for (int d = 0; d < 3; ++d) {
-                double v = xyz[3 * t->idx[i] + d];
-                if (v < nd->lo[d]) nd->lo[d] = v;
-                if (v > nd->hi[d]) nd->hi[d] = v;
-            }
-        if (nd->end - nd->begin <= leaf_size || t->nnode + 2 > maxnode) continue;
-        int dim = 0;
-        for (int d = 1; d < 3; ++d)
-            if (nd->hi[d] - nd->lo[d] > nd->hi[dim] - nd->lo[dim]) dim = d;
-        if (!(nd->hi[dim] > nd->lo[dim])) continue; /* all points equal: stays a leaf */
-        long mid = nd->begin + (nd->end - nd->begin) / 2;
-        select_k(t->idx, xyz, dim, nd->begin, nd->end, mid);
-        int l = t->nnode++, r = t->nnode++;
-        t->node[l].begin = nd->begin, t->node[l].end = mid;
-        t->node[r].begin = mid, t->node[r].end = nd->end;
-        nd = &t->node[b];
-        nd->left = l, nd->right = r;
-    }
-    for (long i = 0; i < n; ++i) {
-        long j = t->idx[i];
-        t->x[i] = xyz[3 * j], t->y[i] = xyz[3 * j + 1], t->z[i] = xyz[3 * j + 2];
-        if (rank) t->rk[i] = rank[j];
-    }
-    /* centres, radii, max ranks: children have larger indices, so go backwards */
-    for (int b = t->nnode - 1; b >= 0; --b) {
-        rbf_kdnode *nd = &t->node[b];
-        double r2 = 0;
-        for (int d = 0; d < 3; ++d) nd->c[d] = 0.5 * (nd->lo[d] + nd->hi[d]);
+    for (long i = 0; i < n; ++i) t->rk[i] = rank[t->t.perm[i]];
+    /* children have larger indices than their parent: backwards, the children are done */
+    for (int b = t->t.nnodes - 1; b >= 0; --b) {
+        const ct_node *nd = &t->t.nodes[b];
         long mr = -1;
-        for (long i = nd->begin; i < nd->end && nd->left < 0; ++i) {
-            double dx = t->x[i] - nd->c[0], dy = t->y[i] - nd->c[1], dz = t->z[i] - nd->c[2];
-            double q = dx * dx + dy * dy + dz * dz;
-            if (q > r2) r2 = q;
-            if (rank && t->rk[i] > mr) mr = t->rk[i];
-        }
-        if (nd->left >= 0) {
-            /* radius over all points (exact, O(n log n) overall) */
-            for (long i = nd->begin; i < nd->end; ++i) {
-                double dx = t->x[i] - nd->c[0], dy = t->y[i] - nd->c[1], dz = t->z[i] - nd->c[2];
-                double q = dx * dx + dy * dy + dz * dz;
-                if (q > r2) r2 = q;
-            }
-            long a = t->node[nd->left].maxrank, c = t->node[nd->right].maxrank;
-            mr = a > c ? a : c;
-        }
-        nd->rad = sqrt(r2);
-        nd->maxrank = mr;
+        if (nd->nchild == 0)
+            for (long i = nd->ibeg; i < nd->iend; ++i) mr = t->rk[i] > mr ? t->rk[i] : mr;
+        for (int c = 0; c < nd->nchild; ++c)
+            mr = t->maxrank[nd->child[c]] > mr ? t->maxrank[nd->child[c]] : mr;
+        t->maxrank[b] = mr;
     }
     return 0;
 }
 
 void rbf_kd_free(rbf_kdtree *t) {
-    free(t->node), free(t->idx), free(t->x), free(t->y), free(t->z), free(t->rk);
+    ct_free(&t->t);
+    free(t->rk), free(t->maxrank);
     memset(t, 0, sizeof *t);
 }
 
@@ -130,9 +58,12 @@ static void select_pairs(double *d, long *id, int n, int k) {
                 ++i, --j;
             }
         }
-        if (k - 1 <= j) hi = j;
-        else if (k - 1 >= i) lo = i;
-        else return;
+        if (k - 1 <= j)
+            hi = j;
+        else if (k - 1 >= i)
+            lo = i;
+        else
+            return;
     }
 }
 
@@ -144,7 +75,7 @@ static double max_of(const double *d, int n) {
 
 /* branch-free: the queries' box tests are unpredictable (comparisons compile to max
  * instructions; fmax is a libm call for its NaN rules, and the points are finite) */
-static double box_d2(const rbf_kdnode *nd, const double p[3]) {
+static double box_d2(const ct_node *nd, const double p[3]) {
     double s = 0;
     for (int d = 0; d < 3; ++d) {
         double a = nd->lo[d] - p[d], b = p[d] - nd->hi[d];
@@ -165,15 +96,16 @@ int rbf_kd_knn_rank(const rbf_kdtree *t, const double p[3], long minrank, int k,
     int cnt = 0;
     int stack[128];
     int sp = 0;
-    if (t->nnode == 0 || k <= 0) return 0;
+    if (t->t.nnodes == 0 || k <= 0) return 0;
     if (k > RBF_KD_KMAX) k = RBF_KD_KMAX;
     stack[sp++] = 0;
     while (sp > 0) {
-        const rbf_kdnode *nd = &t->node[stack[--sp]];
-        if (nd->maxrank < minrank || box_d2(nd, p) >= lim) continue;
-        if (nd->left < 0) {
-            for (long i = nd->begin; i < nd->end; ++i) {
-                double dx = t->x[i] - p[0], dy = t->y[i] - p[1], dz = t->z[i] - p[2];
+        const int b = stack[--sp];
+        const ct_node *nd = &t->t.nodes[b];
+        if (t->maxrank[b] < minrank || box_d2(nd, p) >= lim) continue;
+        if (nd->nchild == 0) {
+            for (long i = nd->ibeg; i < nd->iend; ++i) {
+                double dx = t->t.x[i] - p[0], dy = t->t.y[i] - p[1], dz = t->t.z[i] - p[2];
                 double q = dx * dx + dy * dy + dz * dz;
                 /* always written, kept by advancing cnt (the test is unpredictable) */
                 bd[cnt] = q, bi[cnt] = i;
@@ -188,13 +120,15 @@ int rbf_kd_knn_rank(const rbf_kdtree *t, const double p[3], long minrank, int k,
             continue;
         }
         /* nearer child last on the stack, so it is visited first */
-        const rbf_kdnode *a = &t->node[nd->left], *b = &t->node[nd->right];
-        double da = box_d2(a, p), db = box_d2(b, p);
+        const int l = nd->child[0], r = nd->child[1];
+        double dl = box_d2(&t->t.nodes[l], p), dr = box_d2(&t->t.nodes[r], p);
         if (sp + 2 > 128) continue; /* cannot happen for depth < 64 */
-        if (da <= db) stack[sp++] = nd->right, stack[sp++] = nd->left;
-        else stack[sp++] = nd->left, stack[sp++] = nd->right;
+        if (dl <= dr)
+            stack[sp++] = r, stack[sp++] = l;
+        else
+            stack[sp++] = l, stack[sp++] = r;
     }
     if (cnt > k) select_pairs(bd, bi, cnt, k), cnt = k;
-    for (int i = 0; i < cnt; ++i) out[i] = t->idx[bi[i]], d2[i] = bd[i];
+    for (int i = 0; i < cnt; ++i) out[i] = t->t.perm[bi[i]], d2[i] = bd[i];
     return cnt;
 }

@@ -24,18 +24,18 @@
 #define SER_LEAF 48
 
 struct rbf_series {
-    rbf_kdtree t;
+    ct_tree t;
     double c2, theta;
     int L, nmono, nblk;
-    int *mstart;   /* first monomial of degree k (L + 2 entries) */
-    int *bstart;   /* moment block (k, m): offset, index k * (L/2 + 1) + m; -1 if unused */
-    double *mult;  /* k!/alpha! */
-    double *ck;    /* C(1/2,k+m) C(k+m,m) (-2)^k */
+    int *mstart;  /* first monomial of degree k (L + 2 entries) */
+    int *bstart;  /* moment block (k, m): offset, index k * (L/2 + 1) + m; -1 if unused */
+    double *mult; /* k!/alpha! */
+    double *ck;   /* C(1/2,k+m) C(k+m,m) (-2)^k */
     int nterm;
     long nmin;
-    long *moff;    /* node -> offset into mom, -1 without moments */
+    long *moff; /* node -> offset into mom, -1 without moments */
     double *mom;
-    double *wt;    /* weights in tree order */
+    double *wt; /* weights in tree order */
 };
 
 void rbf_series_params(double tol, int *L, double *theta) {
@@ -68,7 +68,7 @@ static double gbinom_half(int j) { /* C(1/2, j) */
 
 void rbf_series_destroy(rbf_series *s) {
     if (!s) return;
-    rbf_kd_free(&s->t);
+    ct_free(&s->t);
     free(s->mstart), free(s->bstart), free(s->mult), free(s->ck), free(s->moff), free(s->mom);
     free(s->wt);
     free(s);
@@ -99,12 +99,13 @@ int rbf_series_create(rbf_series **out, long n, const double *xyz, double c, dou
     for (int k = 1; k <= L; ++k) {
         int prev = s->mstart[k - 1], np = k * (k + 1) / 2, cur = s->mstart[k];
         for (int i = 0; i < np; ++i)
-            ea[3 * (cur + i)] = ea[3 * (prev + i)] + 1, ea[3 * (cur + i) + 1] = ea[3 * (prev + i) + 1],
+            ea[3 * (cur + i)] = ea[3 * (prev + i)] + 1,
+                          ea[3 * (cur + i) + 1] = ea[3 * (prev + i) + 1],
                           ea[3 * (cur + i) + 2] = ea[3 * (prev + i) + 2];
         for (int i = 0; i < k; ++i) {
             int q = prev + np - k + i;
             ea[3 * (cur + np + i)] = ea[3 * q], ea[3 * (cur + np + i) + 1] = ea[3 * q + 1] + 1,
-                          ea[3 * (cur + np + i) + 2] = ea[3 * q + 2];
+                               ea[3 * (cur + np + i) + 2] = ea[3 * q + 2];
         }
         ea[3 * (cur + np + k)] = 0, ea[3 * (cur + np + k) + 1] = 0, ea[3 * (cur + np + k) + 2] = k;
     }
@@ -131,21 +132,23 @@ int rbf_series_create(rbf_series **out, long n, const double *xyz, double c, dou
         }
     /* an expansion term costs about one direct pair; use clusters worth ~ 1/2 their terms */
     s->nmin = s->nterm / 2 > 2 * SER_LEAF ? s->nterm / 2 : 2 * SER_LEAF;
-    int rc = rbf_kd_build(&s->t, n, xyz, NULL, SER_LEAF);
+    int rc = ct_build(&s->t, n, xyz, 0, SER_LEAF, CT_SPLIT_MEDIAN, 1, 1);
     if (rc) {
         rbf_series_destroy(s);
         return rc;
     }
-    s->moff = malloc(sizeof(long) * s->t.nnode);
+    s->moff = malloc(sizeof(long) * s->t.nnodes);
     if (!s->moff) {
         rbf_series_destroy(s);
         return FMM_ERR_NOMEM;
     }
     long tot = 0;
-    for (int b = 0; b < s->t.nnode; ++b) {
-        const rbf_kdnode *nd = &s->t.node[b];
-        if (nd->end - nd->begin >= s->nmin) s->moff[b] = tot, tot += s->nterm;
-        else s->moff[b] = -1;
+    for (int b = 0; b < s->t.nnodes; ++b) {
+        const ct_node *nd = &s->t.nodes[b];
+        if (nd->iend - nd->ibeg >= s->nmin)
+            s->moff[b] = tot, tot += s->nterm;
+        else
+            s->moff[b] = -1;
     }
     s->mom = malloc(sizeof(double) * (tot > 0 ? tot : 1));
     if (!s->mom) {
@@ -158,7 +161,7 @@ int rbf_series_create(rbf_series **out, long n, const double *xyz, double c, dou
 
 /* moments of every cluster that carries them, for the weights in s->wt */
 static int series_moments(rbf_series *s, int threads) {
-    const rbf_kdtree *t = &s->t;
+    const ct_tree *t = &s->t;
     int L = s->L, M = L / 2 + 1, fail = 0;
 #pragma omp parallel num_threads(threads)
     {
@@ -168,12 +171,12 @@ static int series_moments(rbf_series *s, int threads) {
             fail = 1;
         }
 #pragma omp for schedule(dynamic, 1)
-        for (int b = 0; b < t->nnode; ++b) {
+        for (int b = 0; b < t->nnodes; ++b) {
             if (s->moff[b] < 0 || !mono) continue;
-            const rbf_kdnode *nd = &t->node[b];
+            const ct_node *nd = &t->nodes[b];
             double *B = s->mom + s->moff[b], *tm = mono + s->nmono;
             memset(B, 0, sizeof(double) * s->nterm);
-            for (long i = nd->begin; i < nd->end; ++i) {
+            for (long i = nd->ibeg; i < nd->iend; ++i) {
                 double w = s->wt[i];
                 if (w == 0) continue;
                 double dx = t->x[i] - nd->c[0], dy = t->y[i] - nd->c[1], dz = t->z[i] - nd->c[2];
@@ -221,23 +224,24 @@ static double series_eval(const rbf_series *s, const double *B, const double cz[
     return sqrt(r2) * sum;
 }
 
-/* targets: the leaves of tree tt, values to out[tt->idx[i]] */
-static int series_traverse(rbf_series *s, const rbf_kdtree *tt, double *out, int threads) {
-    const rbf_kdtree *t = &s->t;
+/* targets: the leaves of tree tt, values to out[tt->perm[i]] */
+static int series_traverse(rbf_series *s, const ct_tree *tt, double *out, int threads) {
+    const ct_tree *t = &s->t;
     int fail = 0;
     /* target leaves */
     int nl = 0;
     long maxleaf = 1;
-    for (int b = 0; b < tt->nnode; ++b)
-        if (tt->node[b].left < 0) {
+    for (int b = 0; b < tt->nnodes; ++b)
+        if (tt->nodes[b].nchild == 0) {
             ++nl;
-            if (tt->node[b].end - tt->node[b].begin > maxleaf) maxleaf = tt->node[b].end - tt->node[b].begin;
+            if (tt->nodes[b].iend - tt->nodes[b].ibeg > maxleaf)
+                maxleaf = tt->nodes[b].iend - tt->nodes[b].ibeg;
         }
     int *leaves = malloc(sizeof(int) * (nl > 0 ? nl : 1));
     if (!leaves) return FMM_ERR_NOMEM;
     nl = 0;
-    for (int b = 0; b < tt->nnode; ++b)
-        if (tt->node[b].left < 0) leaves[nl++] = b;
+    for (int b = 0; b < tt->nnodes; ++b)
+        if (tt->nodes[b].nchild == 0) leaves[nl++] = b;
 #pragma omp parallel num_threads(threads)
     {
         double *mono = malloc(sizeof(double) * s->nmono);
@@ -250,39 +254,39 @@ static int series_traverse(rbf_series *s, const rbf_kdtree *tt, double *out, int
 #pragma omp for schedule(dynamic, 4)
         for (int li = 0; li < nl; ++li) {
             if (!mono || !acc || !stack) continue;
-            const rbf_kdnode *tb = &tt->node[leaves[li]];
-            long nt = tb->end - tb->begin;
+            const ct_node *tb = &tt->nodes[leaves[li]];
+            long nt = tb->iend - tb->ibeg;
             for (long i = 0; i < nt; ++i) acc[i] = 0;
             int sp = 0;
             stack[sp++] = 0;
             while (sp > 0) {
                 int b = stack[--sp];
-                const rbf_kdnode *nd = &t->node[b];
+                const ct_node *nd = &t->nodes[b];
                 double ex = nd->c[0] - tb->c[0], ey = nd->c[1] - tb->c[1], ez = nd->c[2] - tb->c[2];
                 double dist = sqrt(ex * ex + ey * ey + ez * ez) - tb->rad;
                 if (s->moff[b] >= 0 && dist > 0 &&
                     sqrt(nd->rad * nd->rad + s->c2) <= s->theta * dist) {
                     const double *B = s->mom + s->moff[b];
                     for (long i = 0; i < nt; ++i) {
-                        long k = tb->begin + i;
+                        long k = tb->ibeg + i;
                         acc[i] += series_eval(s, B, nd->c, tt->x[k], tt->y[k], tt->z[k], mono);
                     }
-                } else if (nd->left < 0) {
+                } else if (nd->nchild == 0) {
                     for (long i = 0; i < nt; ++i) {
-                        long k = tb->begin + i;
+                        long k = tb->ibeg + i;
                         double xi = tt->x[k], yi = tt->y[k], zi = tt->z[k], a = 0;
 #pragma omp simd reduction(+ : a)
-                        for (long j = nd->begin; j < nd->end; ++j) {
+                        for (long j = nd->ibeg; j < nd->iend; ++j) {
                             double dx = xi - t->x[j], dy = yi - t->y[j], dz = zi - t->z[j];
                             a += s->wt[j] * sqrt(dx * dx + dy * dy + dz * dz + s->c2);
                         }
                         acc[i] += a;
                     }
                 } else if (sp + 2 <= 256) {
-                    stack[sp++] = nd->left, stack[sp++] = nd->right;
+                    stack[sp++] = nd->child[0], stack[sp++] = nd->child[1];
                 }
             }
-            for (long i = 0; i < nt; ++i) out[tt->idx[tb->begin + i]] = acc[i];
+            for (long i = 0; i < nt; ++i) out[tt->perm[tb->ibeg + i]] = acc[i];
         }
         free(mono), free(acc), free(stack);
     }
@@ -291,7 +295,7 @@ static int series_traverse(rbf_series *s, const rbf_kdtree *tt, double *out, int
 }
 
 int rbf_series_apply_self(rbf_series *s, const double *w, double *out, int threads) {
-    for (long i = 0; i < s->t.n; ++i) s->wt[i] = w[s->t.idx[i]];
+    for (long i = 0; i < s->t.n; ++i) s->wt[i] = w[s->t.perm[i]];
     int rc = series_moments(s, threads);
     if (!rc) rc = series_traverse(s, &s->t, out, threads);
     return rc;
@@ -303,13 +307,13 @@ int rbf_series_apply(rbf_series *s, const double *w, long m, const double *tx, c
     double *xyz = malloc(sizeof(double) * 3 * m);
     if (!xyz) return FMM_ERR_NOMEM;
     for (long i = 0; i < m; ++i) xyz[3 * i] = tx[i], xyz[3 * i + 1] = ty[i], xyz[3 * i + 2] = tz[i];
-    rbf_kdtree tt;
-    int rc = rbf_kd_build(&tt, m, xyz, NULL, SER_LEAF);
+    ct_tree tt;
+    int rc = ct_build(&tt, m, xyz, 0, SER_LEAF, CT_SPLIT_MEDIAN, 1, 1);
     free(xyz);
     if (rc) return rc;
-    for (long i = 0; i < s->t.n; ++i) s->wt[i] = w[s->t.idx[i]];
+    for (long i = 0; i < s->t.n; ++i) s->wt[i] = w[s->t.perm[i]];
     rc = series_moments(s, threads);
     if (!rc) rc = series_traverse(s, &tt, out, threads);
-    rbf_kd_free(&tt);
+    ct_free(&tt);
     return rc;
 }

@@ -1,53 +1,17 @@
-/* bldtt/tree.c - cluster trees for the BLDTT solver (aspect-ratio-aware bisection of shrunk
- * bounding boxes, WVK section 2.3) and the barycentric Lagrange interpolation helpers. */
+/* core/cluster_tree.c - the cluster trees of core/cluster_tree.h: level by level, the nodes of a
+ * level split side by side (or, at the top levels with fewer nodes than threads, each by the
+ * whole team), then the children's boxes. */
+#include "core/cluster_tree.h"
+
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bldtt/bldtt_internal.h"
-#include "bldtt/kernels.h"
 #include "core/scale.h"
+#include "fmm_common.h"
 
-void bt_cheb_points(int n, double a, double b, double *s) {
-    if (n == 0) {
-        s[0] = 0.5 * (a + b);
-        return;
-    }
-    for (int k = 0; k <= n; ++k) s[k] = a + 0.5 * (cos(BT_PI * k / n) + 1.0) * (b - a);
-    s[0] = b;
-    s[n] = a;
-    if (n % 2 == 0) s[n / 2] = 0.5 * (a + b);
-}
-
-void bt_cheb_weights(int n, double *w) {
-    for (int k = 0; k <= n; ++k) w[k] = bt_cheb_weight(k, n);
-}
-
-void bt_lagrange(int n, const double *s, const double *w, double x, double *L) {
-    double sum = 0;
-    for (int k = 0; k <= n; ++k) {
-        double d = x - s[k];
-        if (fabs(d) < BT_NODE_HIT) { /* x is a node: the basis is the Kronecker delta there */
-            for (int j = 0; j <= n; ++j) L[j] = 0;
-            L[k] = 1;
-            return;
-        }
-        L[k] = w[k] / d;
-        sum += L[k];
-    }
-    double inv = 1.0 / sum;
-    for (int k = 0; k <= n; ++k) L[k] *= inv;
-}
-
-void bt_tree_free(bt_tree *t) {
-    if (!t) return;
-    free(t->x), free(t->nodes), free(t->level_start); /* x holds y, z and perm too */
-    free(t->leaves), free(t->cheb);
-    memset(t, 0, sizeof *t);
-}
-
-static void node_box(bt_node *nd, const double *x, const double *y, const double *z) {
+static void node_box(ct_node *nd, const double *x, const double *y, const double *z) {
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     /* comparisons, not fmin/fmax: those are libm calls (NaN rules) that do not vectorise, and
      * the coordinates are finite (checked in setpts) */
@@ -65,15 +29,15 @@ static void node_box(bt_node *nd, const double *x, const double *y, const double
     nd->r = sqrt(r2);
 }
 
-/* Splits node nd (particles already in its range) into up to 8 children by a stable partition
- * of the range; writes the child ranges to cb/ce (count returned, 0 = leaf). tx, ty, tz, tp,
- * code: scratch of the node's size (x, y, z, perm, octant). nthr > 1: a team of that many
+/* BISECT: splits node nd (particles already in its range) into up to 8 children by a stable
+ * partition of the range; writes the child ranges to cb/ce (count returned, 0 = leaf). tx, ty, tz,
+ * tp, code: scratch of the node's size (x, y, z, perm, octant). nthr > 1: a team of that many
  * threads partitions the range (the top levels, with fewer nodes than threads); 1: the calling
  * thread alone. */
-enum { BT_SPLIT_THREADS_MAX = 64 };
-static int split_node(const bt_node *nd, int leaf, double *x, double *y, double *z, long *perm,
-                      double *tx, double *ty, double *tz, long *tp, unsigned char *code, int nthr,
-                      long cb[8], long ce[8]) {
+enum { CT_SPLIT_THREADS_MAX = 64 };
+static int split_bisect(const ct_node *nd, int leaf, double *x, double *y, double *z, long *perm,
+                        double *tx, double *ty, double *tz, long *tp, unsigned char *code, int nthr,
+                        long cb[8], long ce[8]) {
     long cnt = nd->iend - nd->ibeg;
     if (cnt <= leaf) return 0;
     double side[3], lmax = 0;
@@ -93,8 +57,8 @@ static int split_node(const bt_node *nd, int leaf, double *x, double *y, double 
     for (int d = 0; d < 3; ++d) mid[d] = 0.5 * (nd->lo[d] + nd->hi[d]);
     const int sx = split[0], sy = split[1] << 1, sz = split[2] << 2;
     const long b = nd->ibeg;
-    if (nthr > BT_SPLIT_THREADS_MAX) nthr = BT_SPLIT_THREADS_MAX;
-    long hist[BT_SPLIT_THREADS_MAX][8], count[8] = {0}, off[8];
+    if (nthr > CT_SPLIT_THREADS_MAX) nthr = CT_SPLIT_THREADS_MAX;
+    long hist[CT_SPLIT_THREADS_MAX][8], count[8] = {0}, off[8];
 #pragma omp parallel num_threads(nthr) if (nthr > 1)
     {
         int me = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -138,46 +102,137 @@ static int split_node(const bt_node *nd, int leaf, double *x, double *y, double 
     return nc;
 }
 
-/* split_node on node k of t, with the node's slices of the scratch arrays */
-static int split_level_node(bt_tree *t, int k, int leaf, double *tx, double *ty, double *tz,
-                            long *tp, unsigned char *code, int nthr, long cbe[16]) {
-    const bt_node *nd = &t->nodes[k];
-    long o = nd->ibeg;
-    return split_node(nd, leaf, t->x, t->y, t->z, t->perm, tx + o, ty + o, tz + o, tp + o, code + o,
-                      nthr, cbe, cbe + 8);
+/* quickselect: orders perm[lo..hi) so that the k-th (absolute) element is in place along dim
+ * of the caller's coordinates xyz (Hoare partitions around a median of three) */
+static void select_k(long *perm, const double *xyz, int dim, long lo, long hi, long k) {
+    while (hi - lo > 1) {
+        long mid = lo + (hi - lo) / 2;
+        double a = xyz[3 * perm[lo] + dim], b = xyz[3 * perm[mid] + dim],
+               c = xyz[3 * perm[hi - 1] + dim];
+        double piv = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        long i = lo, j = hi - 1;
+        while (i <= j) {
+            while (xyz[3 * perm[i] + dim] < piv) ++i;
+            while (xyz[3 * perm[j] + dim] > piv) --j;
+            if (i <= j) {
+                long t = perm[i];
+                perm[i] = perm[j], perm[j] = t;
+                ++i, --j;
+            }
+        }
+        if (k <= j)
+            hi = j + 1;
+        else if (k >= i)
+            lo = i;
+        else
+            return;
+    }
 }
 
-int bt_tree_build(bt_tree *t, long n, const double *xyz, int elen, int leaf, int degree) {
+/* MEDIAN: splits node nd into two halves at the median along the longest side of its box
+ * (count returned, 0 = leaf), reordering its range of perm and taking x, y, z of the range from
+ * xyz again (each coordinate times f = 2^-elen) */
+static int split_median(const ct_node *nd, int leaf, const double *xyz, double f, int elen,
+                        double *x, double *y, double *z, long *perm, long cb[8], long ce[8]) {
+    if (nd->iend - nd->ibeg <= leaf) return 0;
+    int dim = 0;
+    for (int d = 1; d < 3; ++d)
+        if (nd->hi[d] - nd->lo[d] > nd->hi[dim] - nd->lo[dim]) dim = d;
+    if (!(nd->hi[dim] > nd->lo[dim])) return 0; /* all points at one position */
+    long mid = nd->ibeg + (nd->iend - nd->ibeg) / 2;
+    select_k(perm, xyz, dim, nd->ibeg, nd->iend, mid);
+    for (long i = nd->ibeg; i < nd->iend; ++i) {
+        const double *p = xyz + 3 * perm[i];
+        x[i] = fmm_pow2(p[0], f, -elen), y[i] = fmm_pow2(p[1], f, -elen),
+        z[i] = fmm_pow2(p[2], f, -elen);
+    }
+    cb[0] = nd->ibeg, ce[0] = mid, cb[1] = mid, ce[1] = nd->iend;
+    return 2;
+}
+
+/* What the split of one node needs: the tree, the caller's points and units, the rule, and the
+ * scratch of the BISECT partition (tx, ty, tz, tp, code: n each) */
+typedef struct build_ctx {
+    ct_tree *t;
+    const double *xyz;
+    double f;
+    int elen, leaf, split;
+    double *tx, *ty, *tz;
+    long *tp;
+    unsigned char *code;
+} build_ctx;
+
+/* splits node k of the tree by the rule, with the node's slices of the scratch arrays; nthr as
+ * in split_bisect */
+static int split_level_node(const build_ctx *b, int k, int nthr, long cbe[16]) {
+    ct_tree *t = b->t;
+    const ct_node *nd = &t->nodes[k];
+    if (b->split == CT_SPLIT_MEDIAN)
+        return split_median(nd, b->leaf, b->xyz, b->f, b->elen, t->x, t->y, t->z, t->perm, cbe,
+                            cbe + 8);
+    long o = nd->ibeg;
+    return split_bisect(nd, b->leaf, t->x, t->y, t->z, t->perm, b->tx + o, b->ty + o, b->tz + o,
+                        b->tp + o, b->code + o, nthr, cbe, cbe + 8);
+}
+
+/* rad of every node: the largest distance from its centre to one of its points */
+static void node_radii(ct_tree *t, int nthr) {
+#pragma omp parallel for schedule(dynamic, 16) num_threads(nthr)
+    for (int k = 0; k < t->nnodes; ++k) {
+        ct_node *nd = &t->nodes[k];
+        double r2 = 0;
+        for (long i = nd->ibeg; i < nd->iend; ++i) {
+            double dx = t->x[i] - nd->c[0], dy = t->y[i] - nd->c[1], dz = t->z[i] - nd->c[2];
+            double q = dx * dx + dy * dy + dz * dz;
+            if (q > r2) r2 = q;
+        }
+        nd->rad = sqrt(r2);
+    }
+}
+
+void ct_free(ct_tree *t) {
+    if (!t) return;
+    free(t->x), free(t->nodes), free(t->level_start); /* x holds y, z and perm too */
+    free(t->leaves);
     memset(t, 0, sizeof *t);
+}
+
+int ct_build(ct_tree *t, long n, const double *xyz, int elen, int leaf, int split, int radius,
+             int threads) {
+    memset(t, 0, sizeof *t);
+    const int nthr = threads > 0 ? threads : omp_get_max_threads();
+    const int bisect = split != CT_SPLIT_MEDIAN;
     t->n = n;
     /* x, y, z, perm in one block, the scratch (tx, ty, tz, tp, code) in another: glibc keeps a
      * freed block of that size for the next set-up rather than giving it back to the kernel
-     * (1e5 points: 134-291 page faults per setpts instead of 819 with eight arrays) */
+     * (1e5 points: 134-291 page faults per setpts instead of 819 with eight arrays). MEDIAN
+     * partitions perm in place and needs no scratch. */
     t->x = malloc((sizeof(double) * 3 + sizeof(long)) * n);
-    double *tx = malloc((sizeof(double) * 3 + sizeof(long) + 1) * n);
+    double *tx = bisect ? malloc((sizeof(double) * 3 + sizeof(long) + 1) * n) : NULL;
     if (t->x) t->y = t->x + n, t->z = t->y + n, t->perm = (long *)(t->z + n);
     double *ty = tx ? tx + n : NULL, *tz = tx ? ty + n : NULL;
     long *tp = tx ? (long *)(tz + n) : NULL;
     unsigned char *code = tx ? (unsigned char *)(tp + n) : NULL;
     int cap = 64;
-    t->nodes = malloc(sizeof(bt_node) * cap);
+    t->nodes = malloc(sizeof(ct_node) * cap);
     int lcap = 8;
     t->level_start = malloc(sizeof(int) * lcap);
     long(*cbe)[16] = NULL;
     int rc = FMM_ERR_NOMEM;
-    if (!t->x || !tx || !t->nodes || !t->level_start) goto fail;
+    if (!t->x || (bisect && !tx) || !t->nodes || !t->level_start) goto fail;
     /* every array, the scratch too, is first written here by all threads: the first write of a
      * fresh page is a page fault, which cost more than the copy where measured (a VM: ~2.8 us
      * per 4 KB page) and would otherwise fall to the one thread that splits the root */
     const double f = ldexp(1.0, -elen);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(nthr)
     for (long i = 0; i < n; ++i) {
         double a = fmm_pow2(xyz[3 * i], f, -elen), b = fmm_pow2(xyz[3 * i + 1], f, -elen),
                c = fmm_pow2(xyz[3 * i + 2], f, -elen);
-        t->x[i] = tx[i] = a, t->y[i] = ty[i] = b, t->z[i] = tz[i] = c, t->perm[i] = tp[i] = i;
-        code[i] = 0;
+        t->x[i] = a, t->y[i] = b, t->z[i] = c, t->perm[i] = i;
+        if (bisect) tx[i] = a, ty[i] = b, tz[i] = c, tp[i] = i, code[i] = 0;
     }
-    bt_node *root = &t->nodes[0];
+    const build_ctx bc = {t, xyz, f, elen, leaf, split, tx, ty, tz, tp, code};
+    ct_node *root = &t->nodes[0];
     memset(root, 0, sizeof *root);
     root->ibeg = 0, root->iend = n, root->parent = -1, root->level = 0;
     node_box(root, t->x, t->y, t->z);
@@ -194,20 +249,17 @@ int bt_tree_build(bt_tree *t, long n, const double *xyz, int elen, int leaf, int
         /* fewer nodes than threads (the top levels): one node at a time, all threads on it.
          * Not as a parallel for with an if clause: the node's team would then be a nested one,
          * which libgomp makes of new threads (1e5 points, 16 threads: setup 7 -> 40 ms) */
-        int nthr = omp_get_max_threads();
         if (nl < nthr)
-            for (int k = 0; k < nl; ++k)
-                nch[k] = split_level_node(t, lb + k, leaf, tx, ty, tz, tp, code, nthr, cbe[k]);
+            for (int k = 0; k < nl; ++k) nch[k] = split_level_node(&bc, lb + k, nthr, cbe[k]);
         else {
-#pragma omp parallel for schedule(dynamic, 1)
-            for (int k = 0; k < nl; ++k)
-                nch[k] = split_level_node(t, lb + k, leaf, tx, ty, tz, tp, code, 1, cbe[k]);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
+            for (int k = 0; k < nl; ++k) nch[k] = split_level_node(&bc, lb + k, 1, cbe[k]);
         }
         int add = 0;
         for (int k = 0; k < nl; ++k) add += nch[k];
         if (t->nnodes + add > cap) {
             while (t->nnodes + add > cap) cap *= 2;
-            bt_node *nn = realloc(t->nodes, sizeof(bt_node) * cap);
+            ct_node *nn = realloc(t->nodes, sizeof(ct_node) * cap);
             if (!nn) {
                 free(nch);
                 goto fail;
@@ -216,10 +268,10 @@ int bt_tree_build(bt_tree *t, long n, const double *xyz, int elen, int leaf, int
         }
         int first = t->nnodes;
         for (int k = 0; k < nl; ++k) {
-            bt_node *nd = &t->nodes[lb + k];
+            ct_node *nd = &t->nodes[lb + k];
             nd->nchild = nch[k];
             for (int c = 0; c < nch[k]; ++c) {
-                bt_node *ch = &t->nodes[t->nnodes];
+                ct_node *ch = &t->nodes[t->nnodes];
                 memset(ch, 0, sizeof *ch);
                 ch->ibeg = cbe[k][c], ch->iend = cbe[k][8 + c];
                 ch->parent = lb + k, ch->level = level + 1;
@@ -227,7 +279,7 @@ int bt_tree_build(bt_tree *t, long n, const double *xyz, int elen, int leaf, int
             }
         }
         free(nch);
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(nthr)
         for (int i = first; i < t->nnodes; ++i) node_box(&t->nodes[i], t->x, t->y, t->z);
         if (t->nnodes > first) {
             if (level + 2 >= lcap) {
@@ -246,20 +298,15 @@ int bt_tree_build(bt_tree *t, long n, const double *xyz, int elen, int leaf, int
     t->nleaves = 0;
     for (int i = 0; i < t->nnodes; ++i) t->nleaves += t->nodes[i].nchild == 0;
     t->leaves = malloc(sizeof(int) * t->nleaves);
-    int n1 = degree + 1;
-    t->cheb = malloc(sizeof(double) * 3 * n1 * (size_t)t->nnodes);
-    if (!t->leaves || !t->cheb) goto fail;
+    if (!t->leaves) goto fail;
     t->nleaves = 0;
-    for (int i = 0; i < t->nnodes; ++i) {
-        bt_node *nd = &t->nodes[i];
-        if (nd->nchild == 0) t->leaves[t->nleaves++] = i;
-        for (int d = 0; d < 3; ++d)
-            bt_cheb_points(degree, nd->lo[d], nd->hi[d], t->cheb + ((size_t)i * 3 + d) * n1);
-    }
+    for (int i = 0; i < t->nnodes; ++i)
+        if (t->nodes[i].nchild == 0) t->leaves[t->nleaves++] = i;
+    if (radius) node_radii(t, nthr);
     free(tx), free(cbe);
     return FMM_OK;
 fail:
     free(tx), free(cbe);
-    bt_tree_free(t);
+    ct_free(t);
     return rc;
 }
