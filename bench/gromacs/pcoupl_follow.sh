@@ -64,9 +64,9 @@ for e in npt pme; do
         $GMX_D -quiet energy -f $e.edr -dp -o ${e}_coul.xvg > ${e}_energy.log 2>&1 || true # no Coulomb-14 in water
     [ -s ${e}_coul.xvg ] || fail "gmx_d energy $e failed"
 done
-replans=$(grep -c "the box changed, the FMM plan is made anew" npt.log || true)
+replanned=$(grep -q "the box changed, the FMM plan is made anew" npt.log && echo yes || echo no)
 rc=0
-PYTHONPATH=$HERE python3 - "$CHECK" "$replans" > frames.txt <<'PY' || rc=$?
+PYTHONPATH=$HERE python3 - "$CHECK" "$replanned" > frames.txt <<'PY' || rc=$?
 import re
 import sys
 
@@ -87,7 +87,8 @@ def coulomb(path):  # time -> Coulomb (SR) + Coul. recip. + Coulomb-14 (those pr
 fmm_e, pme_e = coulomb("npt_coul.xvg"), coulomb("pme_coul.xvg")
 ok, boxes = True, []
 print("# step  box (ax ay az bx by bz cx cy cz, nm)  coulomb_fmm coulomb_pme rel_diff  force_rel_rms")
-for fw, fp in zip(TrrReader("whole.trr").frames(), TrrReader("pme.trr").frames()):
+# the FMM run's own frames (trjconv drops the forces; making molecules whole does not change them)
+for fw, fp in zip(TrrReader("npt.trr").frames(), TrrReader("pme.trr").frames()):
     r = compare(fp, fw)
     t = round(fw["time"], 6)
     ef, ep = fmm_e[t], pme_e[t]
@@ -96,7 +97,8 @@ for fw, fp in zip(TrrReader("whole.trr").frames(), TrrReader("pme.trr").frames()
     print("%6d  %s  %.4f %.4f %.2e  %.2e" % (r["step"], " ".join("%.5f" % b for b in fw["box"]), ef, ep, erel, r["force_rel_rms"]))
     ok = ok and erel <= 1e-6 and r["force_rel_rms"] <= 1e-5
 change = np.max(np.abs(boxes[-1] - boxes[0])) / np.max(np.abs(boxes[0]))
-print("# frames %d, largest box element change %.2e of the box length, plans made anew %s" % (len(boxes), change, sys.argv[2]))
+print("# frames %d, largest box element change %.2e of the box length, re-planning reported in the log: %s"
+      % (len(boxes), change, sys.argv[2]))
 ok = ok and change > 0
 print("# targets_met %s" % ("yes" if ok else "no"))
 sys.exit(0 if ok or sys.argv[1] != "1" else 3)

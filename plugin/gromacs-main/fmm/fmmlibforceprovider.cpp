@@ -163,13 +163,15 @@ void FmmLibForceProvider::preparePlan(const ForceProviderInput& fInput)
     opts.threads   = numThreads_;
     check(fmm_makeplan_cell(&opts, cell.data(), &plan_), "fmm_makeplan_cell");
     exclusionsSent_ = false;
-    if (planCell_[0] != 0)
+    // once: with pressure coupling the box changes every nstpcouple steps
+    if (planCell_[0] != 0 && !boxChangeLogged_)
     {
         GMX_LOG(logger_.info)
                 .asParagraph()
                 .appendText(
                         "fmmlib: the box changed, the FMM plan is made anew at every change "
-                        "(pressure coupling makes such steps slower)");
+                        "(pressure coupling makes such steps slower; reported once)");
+        boxChangeLogged_ = true;
     }
     planCell_    = cell;
     chargesSent_ = false;
@@ -208,13 +210,20 @@ void FmmLibForceProvider::logPlan()
     {
         return;
     }
+    // a triclinic cell: its rows b = (bx, by, 0) and c = (cx, cy, cz) have off-diagonal elements
+    std::string offDiagonal;
+    if (planCell_[3] != 0 || planCell_[6] != 0 || planCell_[7] != 0)
+    {
+        offDiagonal = formatString(
+                " (triclinic, bx %.4f cx %.4f cy %.4f nm)", planCell_[3], planCell_[6], planCell_[7]);
+    }
     fmm_info info;
     if (fmm_get_info(plan_, &info) == FMM_OK)
     {
         GMX_LOG(logger_.info)
                 .asParagraph()
                 .appendTextFormatted(
-                        "fmmlib: %zu excluded pairs, box %.4f %.4f %.4f nm, %s, tolerance %g, "
+                        "fmmlib: %zu excluded pairs, box %.4f %.4f %.4f nm%s, %s, tolerance %g, "
                         "order %d, tree "
                         "depth %d (%s), %ld leaves, %d threads, Coulomb prefactor %g, boundary %s, "
                         "precision %s",
@@ -222,6 +231,7 @@ void FmmLibForceProvider::logPlan()
                         planCell_[0],
                         planCell_[4],
                         planCell_[8],
+                        offDiagonal.c_str(),
                         c_fmmLibDeviceNames[options_.device],
                         options_.tolerance,
                         info.order,

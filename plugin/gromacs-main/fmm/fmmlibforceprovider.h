@@ -115,6 +115,8 @@ private:
     //! The plan keeps the charges of its first evaluation
     bool chargesSent_ = false;
     bool planLogged_  = false;
+    //! Whether the first change of the box (after which every change re-plans) was reported
+    bool boxChangeLogged_ = false;
     //! Positions and field in GROMACS's precision, interleaved x y z
     std::vector<real> xyz_;
     std::vector<real> field_;
