@@ -54,6 +54,9 @@ const char *fmm_strerror(int status) {
     case FMM_ERR_RANGE:
         return "result beyond the range of double precision (an overflow, or an output that "
                "underflows as a whole): change the units of the input";
+    case FMM_ERR_COMM:
+        return "communication failed: a callback of the distributed plan's fmm_comm returned an "
+               "error, or another rank of the plan failed (its own call returns the reason)";
     default:
         return "unknown status code";
     }

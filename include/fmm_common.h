@@ -42,6 +42,7 @@ enum fmm_status {
     FMM_ERR_FORMAT,     /* malformed input file */
     FMM_ERR_CUDA,       /* a CUDA runtime call failed (launch, copy, synchronisation) */
     FMM_ERR_RANGE,      /* a requested output overflows double precision or underflows as a whole */
+    FMM_ERR_COMM,       /* distributed plans: a communication callback or another rank failed */
     FMM_STATUS_COUNT
 };
 
