@@ -1,4 +1,4 @@
-// fgt_cuda.cu - the FGT on the GPU: the four modes of fgt.c, same boxes, same error control.
+// fgt_cuda.cu - the FGT on the GPU: the four modes of fgt/execute.c, same boxes, same error control.
 //
 // setpts (host): the plan's sorted points, boxes and tables are uploaded once, with three job
 // lists. execute: the weights go up, three kernels run, the values come back:

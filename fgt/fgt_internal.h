@@ -1,4 +1,5 @@
-/* fgt_internal.h - the FGT plan and what the CPU (fgt.c) and CUDA (fgt_cuda.cu) drivers share.
+/* fgt_internal.h - the FGT plan and what the CPU (plan.c, tables.c, setpts.c, execute.c) and CUDA
+ * (fgt_cuda.cu) code share.
  *
  * Geometry: coordinates are scaled, u = (x - lo) / h, so the kernel is exp(-|u - v|^2). That
  * is computed as (x 2^-elen - lo) / hs with lo and hs = h 2^-elen in the same units (elen the
@@ -151,7 +152,7 @@ int fgt_choose_boxes(fgt_plan *t, const double ext[3], long ns, long nt);
 typedef void (*fgt_visit_fn)(void *ctx, long sb, const long k[3], int mode, int order);
 void fgt_box_index(const fgt_plan *p, int64_t key, long i[3]);
 void fgt_traverse(const fgt_plan *p, long tb, fgt_visit_fn visit, void *ctx);
-/* fgt_cuda.cu (absent without CUDA: fgt.c does not call them then) */
+/* fgt_cuda.cu (absent without CUDA: the CPU files do not call them then) */
 int fgt_cuda_setpts(fgt_plan *p);
 int fgt_cuda_execute(fgt_plan *p, const double *q_sorted, double *g_sorted);
 void fgt_cuda_free(fgt_plan *p);

@@ -110,7 +110,7 @@ typedef struct fmm_rbf_opts {
     int mixed_precision;     /* 1 (default): a fit with the direct CPU mat-vec takes some of its
                                 passes in single precision (~2.7x faster each; the iteration keeps
                                 their error well below its residual, and the final residual is
-                                computed in double either way: rbf/rbf.c); 0: double throughout */
+                                computed in double either way: rbf/fit.c); 0: double throughout */
     int dense_max;           /* a fit of at most this many centres that the FGP iteration does not
                                 finish (max_iter, a breakdown, an operator too coarse, or more than
                                 half of the local systems singular) falls back to a dense LU solve
@@ -139,7 +139,7 @@ typedef struct fmm_rbf_result {
     double time_setup_s; /* fmm_rbf_setpts time: k-d tree, L-sets, local solves */
     double time_fit_s;   /* this fmm_rbf_execute */
     double time_matvec_s;/* of which in mat-vecs */
-    int single_passes;   /* mat-vec passes in single precision (CPU direct sums: rbf/rbf.c) */
+    int single_passes;   /* mat-vec passes in single precision (CPU direct sums: rbf/fit.c) */
     int matvec;          /* the mat-vec used (DIRECT, SERIES or BLDTT) */
     int device;          /* where it ran */
     int solver;          /* enum fmm_rbf_solver: the solver that gave lambda and alpha */

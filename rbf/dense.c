@@ -1,4 +1,4 @@
-/* The dense fallback of the RBF fit (rbf/rbf.c): the saddle-point system
+/* The dense fallback of the RBF fit (rbf/fit.c): the saddle-point system
  *     A [lambda; alpha] = [Phi 1; 1^T 0] [lambda; alpha] = [f; 0]
  * of order N = n + 1, factored by LU with partial pivoting, solved, and refined against a
  * residual summed in long double until max|r| meets the tolerance (the result is checked,

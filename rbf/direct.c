@@ -19,7 +19,7 @@
  * against 82 ms), at an absolute error of up to 3-4 u_f phi_max ||w||_2 in a row (u_f = 2^-24).
  * Rounding the coordinates to float costs no more accuracy than that: a kernel value's error is
  * u_f-absolute either way (keeping their low parts in a second float, as double-float, made the
- * pass 1.4x slower for 6% less error). The fit (rbf.c) takes such passes where that error is
+ * pass 1.4x slower for 6% less error). The fit (rbf/fit.c) takes such passes where that error is
  * small enough. */
 #include <math.h>
 #include <omp.h>

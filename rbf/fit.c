@@ -101,7 +101,11 @@ static int apply_many(fmm_rbf_plan *p, int nv, const double *const *w, double *w
     return rbf_plan_apply(p, nv, win, 0, NULL, NULL, NULL, out);
 }
 
-/* the FGP iteration of rbf_fit, in the plan's units; res is filled in (not NULL) */
+/* the FGP iteration of rbf_fit, in the plan's units; res is filled in (not NULL). One function
+ * of some 220 lines, for a reason: each step's phases (the directions, the shared mat-vec pass
+ * and its single-precision check, the updates, the true residuals, the restarts; in that order
+ * below) all read and write the per-side state declared at its top, a dozen arrays of RBF_MAXW
+ * entries that functions of their own would pass around as one struct. */
 static int fgp_fit(fmm_rbf_plan *p, int nw, const double *f, double *lambda, double *alpha,
                    fmm_rbf_result *res) {
     const long n = p->n;

@@ -28,7 +28,7 @@ int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *
    RbfFit.SinglePrecisionSumWithinItsBound (random weights) */
 #define RBF_SINGLE_ERR 4.0
 /* the fit takes back the single-precision passes' error (a double pass) once they may have moved
-   its residual this far, relative to its size (rbf/rbf.c) */
+   its residual this far, relative to its size (rbf/fit.c) */
 #define RBF_SINGLE_GAP 1e-4
 
 /* ---- local cardinal functions of the L-sets (rbf/local.c), RBF_LANES sets at once ---- */
