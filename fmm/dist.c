@@ -1,5 +1,5 @@
 /* The distributed Coulomb FMM (include/fmm_dist.h, docs/distributed.md): each rank builds the
- * global tree's geometry over its home particles, its halo and placeholders, and runs the passes
+ * global tree's geometry over its home particles, its halo and stand-ins, and runs the passes
  * of fmm/passes.c over its home boxes; the multipoles, the charge moments, the energy and the
  * virial are summed over ranks through the caller's fmm_comm. */
 #include "fmm_dist.h"
@@ -9,19 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/harmonics.h"
 #include "core/scale.h"
 #include "fmm/fmm_internal.h"
 #include "pbc/lattice.h"
 
 struct fmm_dist_plan {
     fmm_comm comm;
-    fmm_plan *P; /* this rank's plan: home particles, halo, placeholders */
+    fmm_plan *P; /* this rank's plan: home particles, halo, stand-ins */
     fmm_dist_rank R;
     long nloc, nhalo;
     size_t *cnt;   /* [4 size]: halo particles sent to, and received from, each rank, and where */
     long *send;    /* [sum of the sent counts]: the home indices sent, rank by rank */
-    double *qloc;  /* [nloc] charges in the plan's order: home, halo, placeholders (0) */
+    double *qloc;  /* [nloc] charges in the plan's order: home, halo, stand-ins (0) */
     double ext[6]; /* the particles' extent in the plan's units: minima, minima of the negatives */
     double corner[6]; /* open boundaries: the corners of the set's bounding box (caller's units) */
     double g[3];      /* the origin of the virial's sum F (x) Y (fmm/periodic.c), plan's units */
@@ -83,11 +82,11 @@ static int global_depth(const fmm_plan *P, long n) {
 /* ------------------------------------------------------------------ plan */
 
 static void free_rank(fmm_dist_rank *R) {
-    free(R->qh), free(R->home);
+    free(R->qh), free(R->home), free(R->own);
     free(R->vown.start), free(R->vown.box), free(R->vown.aux);
     free(R->vshared.start), free(R->vshared.box), free(R->vshared.aux);
     memset(&R->vown, 0, sizeof R->vown), memset(&R->vshared, 0, sizeof R->vshared);
-    R->qh = NULL, R->home = NULL, R->nhome = 0;
+    R->qh = NULL, R->home = NULL, R->own = NULL, R->nhome = 0;
 }
 
 static void free_points(fmm_dist_plan *D) {
@@ -223,8 +222,8 @@ static int halo_sends(const fmm_dist_plan *D, int depth, const leaf_rec *pr, lon
     return FMM_OK;
 }
 
-/* After the plan's setpts: the charges' buffer, the home boxes, which rank counts each box's
- * image forces (the lowest with home particles below it), and the two V lists. */
+/* After the plan's setpts: the charges' buffer, the home boxes, the boxes this rank owns (the
+ * lowest rank with home particles below a box owns it), and the two V lists. */
 static int build_rank(fmm_dist_plan *D, const leaf_rec *pr, long m) {
     fmm_plan *P = D->P;
     const octree *t = &P->tree;
@@ -232,10 +231,11 @@ static int build_rank(fmm_dist_plan *D, const leaf_rec *pr, long m) {
     const int nbox = t->nbox;
     R->qh = malloc(sizeof(double) * (size_t)(t->n > 0 ? t->n : 1));
     R->home = calloc((size_t)nbox, 1);
+    R->own = malloc((size_t)nbox);
     int *owner = malloc(sizeof(int) * (size_t)nbox);
     R->vown.start = calloc((size_t)nbox + 1, sizeof(long));
     R->vshared.start = calloc((size_t)nbox + 1, sizeof(long));
-    if (!R->qh || !R->home || !owner || !R->vown.start || !R->vshared.start) {
+    if (!R->qh || !R->home || !R->own || !owner || !R->vown.start || !R->vshared.start) {
         free(owner);
         return FMM_ERR_NOMEM;
     }
@@ -258,7 +258,7 @@ static int build_rank(fmm_dist_plan *D, const leaf_rec *pr, long m) {
     const oct_list *V = &t->V;
     for (int b = 0; b < nbox; ++b) {
         const long len = R->home[b] ? V->start[b + 1] - V->start[b] : 0;
-        const int own = owner[b] == D->comm.rank;
+        const int own = R->own[b] = owner[b] == D->comm.rank;
         R->vown.start[b + 1] = R->vown.start[b] + (own ? len : 0);
         R->vshared.start[b + 1] = R->vshared.start[b] + (own ? 0 : len);
     }
@@ -272,7 +272,7 @@ static int build_rank(fmm_dist_plan *D, const leaf_rec *pr, long m) {
     }
     for (int b = 0; b < nbox && !fail; ++b) {
         if (!R->home[b]) continue;
-        oct_list *to = owner[b] == D->comm.rank ? &R->vown : &R->vshared;
+        oct_list *to = R->own[b] ? &R->vown : &R->vshared;
         const long len = V->start[b + 1] - V->start[b];
         memcpy(to->box + to->start[b], V->box + V->start[b], sizeof(int) * (size_t)len);
         memcpy(to->aux + to->start[b], V->aux + V->start[b], sizeof(unsigned short) * (size_t)len);
@@ -286,13 +286,12 @@ static int build_rank(fmm_dist_plan *D, const leaf_rec *pr, long m) {
  * plan has the global set's root cube, which the plan takes from the points' bounding box. */
 static long add_corners(const fmm_dist_plan *D, double *pts, long n) {
     if (D->P->opts.periodic) return n;
-    const long n0 = n;
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < 2; ++k) { /* (one point only: its corners are the same) */
         const double *c = D->corner + 3 * k;
         long i = 0;
-        while (i < n0 && !(pts[3 * i] == c[0] && pts[3 * i + 1] == c[1] && pts[3 * i + 2] == c[2]))
+        while (i < n && !(pts[3 * i] == c[0] && pts[3 * i + 1] == c[1] && pts[3 * i + 2] == c[2]))
             ++i;
-        if (i == n0) memcpy(pts + 3 * n++, c, 3 * sizeof(double));
+        if (i == n) memcpy(pts + 3 * n++, c, 3 * sizeof(double));
     }
     return n;
 }
@@ -553,7 +552,7 @@ int fmm_dist_execute(fmm_dist_plan *D, const double *q, double *phi, double *fie
     if (!rc) {
         for (int k = 0; k < 4 * size; ++k) bc[k] = sizeof(double) * hc[k];
         for (size_t i = 0; i < hc[size - 1] + hc[2 * size - 1]; ++i) sbuf[i] = q[D->send[i]];
-        memcpy(D->qloc, q, sizeof(double) * (size_t)nhome);
+        if (nhome) memcpy(D->qloc, q, sizeof(double) * (size_t)nhome);
         rc = comm_rc(C->alltoallv(C->ctx, sbuf, bc, bc + size, D->qloc + nhome, bc + 2 * size,
                                   bc + 3 * size));
     }
@@ -569,12 +568,14 @@ int fmm_dist_execute(fmm_dist_plan *D, const double *q, double *phi, double *fie
 
 /* ------------------------------------------------------------------ inside the evaluation */
 
-int fmm_dist_sum_multipoles(fmm_plan *P, int rc) {
+int fmm_dist_sum_level(fmm_plan *P, int level, int rc) {
     const fmm_dist_plan *D = P->dist->plan;
+    const int *ls = P->tree.level_start;
     rc = agree(D, rc);
     if (rc) return rc;
-    return comm_rc(
-        D->comm.allreduce_sum(D->comm.ctx, P->W, (size_t)P->tree.nbox * (size_t)P->npad));
+    /* a box's multipole is nonzero on its owner only: the sum adds zeros to it, exactly */
+    return comm_rc(D->comm.allreduce_sum(D->comm.ctx, P->W + (size_t)ls[level] * P->npad,
+                                         (size_t)(ls[level + 1] - ls[level]) * P->npad));
 }
 
 /* The periodic cube's corrections of fmm/periodic.c fmm_periodic_corrections with the global

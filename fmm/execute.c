@@ -208,8 +208,7 @@ static int evaluate(fmm_plan *P, const void *q, int charged, int qexp, void *phi
         if (qh) qh[i] = t->perm[i] < nout ? P->q[i] : 0.0;
     }
     if (P->is_cell && P->virial) memset(P->fimg, 0, sizeof(double) * 3 * (size_t)P->nimg);
-    if (rc == FMM_OK) rc = fmm_upward(P);
-    if (P->dist) rc = fmm_dist_sum_multipoles(P, rc);
+    if (rc == FMM_OK || P->dist) rc = fmm_upward(P, rc);
     if (rc == FMM_OK) rc = fmm_interactions(P);
     if (rc == FMM_OK && P->is_cell) {
         /* the far images (one M2L at the root, charge included) and the near ones */
@@ -236,7 +235,7 @@ static int evaluate(fmm_plan *P, const void *q, int charged, int qexp, void *phi
 #pragma omp for schedule(static)
             for (long i = 0; i < n; ++i) {
                 long j = t->perm[i];
-                if (j >= nout) continue; /* a distributed rank's halo or placeholder */
+                if (j >= nout) continue; /* a distributed rank's halo or stand-in */
                 if (phid) phid[j] = P->phi[i];
                 if (fieldd)
                     fieldd[3 * j] = P->ex[i], fieldd[3 * j + 1] = P->ey[i],

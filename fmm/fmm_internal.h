@@ -22,7 +22,7 @@
 typedef struct fmm_dist_plan fmm_dist_plan;
 
 /* A rank of a distributed plan (fmm/dist.c, docs/distributed.md). Its fmm_plan holds the rank's
- * home particles (the caller's indices 0 .. nhome-1), the halo and a placeholder of charge 0 in
+ * home particles (the caller's indices 0 .. nhome-1), the halo and a stand-in of charge 0 in
  * every leaf of the global tree where it has neither, so that its tree has the global tree's
  * boxes in the global order. The passes then run only over the boxes with home particles. */
 typedef struct fmm_dist_rank {
@@ -30,8 +30,11 @@ typedef struct fmm_dist_rank {
     long nhome;
     double *qh;             /* [n] tree order: the home charges, 0 for the others */
     unsigned char *home;    /* [nbox] a home particle lies in the box */
-    oct_list vown, vshared; /* the V lists of the home boxes whose image forces (virial) this rank
-                               counts, and of the other home boxes (each box is counted once) */
+    unsigned char *own;     /* [nbox] the box's owner is this rank: the lowest with a home particle
+                               in it. An owned leaf holds all its particles here (its halo), so
+                               the owner forms the box's multipole as a plan of all the particles
+                               does, and counts its image forces (virial) */
+    oct_list vown, vshared; /* the V lists of the owned home boxes and of the other home boxes */
 } fmm_dist_rank;
 
 struct fmm_plan {
@@ -97,6 +100,11 @@ static inline int fmm_home_box(const fmm_plan *P, int b) {
     return !P->dist || P->dist->home[b];
 }
 
+/* whether this plan forms box b's multipole */
+static inline int fmm_owned_box(const fmm_plan *P, int b) {
+    return !P->dist || P->dist->own[b];
+}
+
 /* reflection flags (core/panel.h sign patterns) taking octant 7 (+,+,+) to octant o */
 static inline unsigned char octant_flags(int o) {
     return (unsigned char)(~o & 7);
@@ -110,7 +118,8 @@ void fmm_free_points(fmm_plan *P);
 
 /* fmm/passes.c: y += A x for an n x n row-major A, and the CPU passes in their order */
 void fmm_matvec_add(int n, const double *restrict A, const double *restrict x, double *restrict y);
-int fmm_upward(fmm_plan *P);
+int fmm_upward(fmm_plan *P, int rc); /* rc: the status so far (FMM_OK but on a distributed rank,
+                                        which joins the sums over ranks after a failure too) */
 int fmm_interactions(fmm_plan *P);
 int fmm_downward(fmm_plan *P);
 int fmm_leaves(fmm_plan *P);
@@ -127,10 +136,11 @@ int fmm_execute_checked(fmm_plan *P, const double *q, int charged, int qexp, dou
                         double *field, double *energy, double *virial);
 
 /* fmm/dist.c: a distributed rank's collectives inside the evaluation (each joins with the rank's
- * status rc and returns rc, or FMM_DIST_ERR_COMM when another rank failed): the multipoles
- * summed over ranks; the periodic corrections with the global charge moments; the energy (ehome:
- * this rank's part) and the virial summed over ranks (energy and virial may be NULL) */
-int fmm_dist_sum_multipoles(fmm_plan *P, int rc);
+ * status rc and returns rc, or FMM_DIST_ERR_COMM when another rank failed): the multipoles of a
+ * level summed over ranks (each box's is nonzero on its owner only); the periodic corrections with
+ * the global charge moments; the energy (ehome: this rank's part) and the virial summed over ranks
+ * (energy and virial may be NULL) */
+int fmm_dist_sum_level(fmm_plan *P, int level, int rc);
 int fmm_dist_corrections(fmm_plan *P, int rc);
 int fmm_dist_outputs(fmm_plan *P, int rc, double ehome, double *energy, double *virial);
 

@@ -1,6 +1,7 @@
 /* The Coulomb FMM's CPU passes (fmm/fmm_internal.h): upward (P2M, M2M), interaction lists (M2L,
  * P2L), downward (L2L), leaves (L2P, M2P, P2P), with the virial's per-image forces. A distributed
- * rank (fmm_dist_rank) runs them over its home boxes only (fmm_home_box). */
+ * rank (fmm_dist_rank) runs them over its home boxes only (fmm_home_box), and forms the
+ * multipoles of the boxes it owns (fmm_owned_box), level by level with the other ranks. */
 #include "fmm/fmm_internal.h"
 
 #include <stdlib.h>
@@ -28,8 +29,8 @@ static inline double box_side(const octree *t, int level) {
 /* Child-parent translations of one level, grouped by child octant: PANEL_NB at a time,
  * sources gathered with the octant's reflection signs, one factored operator, results
  * scattered with the same signs. For the M2M (up) several octants write the same parent, so
- * the octants go one after the other; for the L2L (down) every child is written once. Only
- * the children that are home boxes (all boxes but on a distributed rank). */
+ * the octants go one after the other; for the L2L (down) every child is written once. On a
+ * distributed rank only the children of owned boxes (up) or the home children (down). */
 static int child_translations(fmm_plan *P, int level, int up) {
     const octree *t = &P->tree;
     const int np = P->npad, b0 = t->level_start[level], b1 = t->level_start[level + 1];
@@ -43,7 +44,7 @@ static int child_translations(fmm_plan *P, int level, int up) {
     int *child = idx, *parent = idx + nb, start[9] = {0};
     for (int b = b0; b < b1; ++b) {
         const oct_box *B = &t->box[b];
-        if (fmm_home_box(P, b))
+        if (up ? fmm_owned_box(P, B->parent) : fmm_home_box(P, b))
             start[1 + ((B->ix[0] & 1) | (B->ix[1] & 1) << 1 | (B->ix[2] & 1) << 2)]++;
     }
     for (int o = 0; o < 8; ++o) start[o + 1] += start[o];
@@ -51,7 +52,7 @@ static int child_translations(fmm_plan *P, int level, int up) {
     memcpy(pos, start, sizeof pos);
     for (int b = b0; b < b1; ++b) {
         const oct_box *B = &t->box[b];
-        if (!fmm_home_box(P, b)) continue;
+        if (!(up ? fmm_owned_box(P, B->parent) : fmm_home_box(P, b))) continue;
         int o = (B->ix[0] & 1) | (B->ix[1] & 1) << 1 | (B->ix[2] & 1) << 2, k = pos[o]++;
         child[k] = b, parent[k] = B->parent, flg[k] = octant_flags(o);
     }
@@ -82,23 +83,27 @@ static int child_translations(fmm_plan *P, int level, int up) {
     return fail ? FMM_ERR_NOMEM : FMM_OK;
 }
 
-int fmm_upward(fmm_plan *P) {
+int fmm_upward(fmm_plan *P, int rc) {
     const octree *t = &P->tree;
     const int np = P->npad;
-    const double *qh = fmm_home_charges(P);
     memset(P->W, 0, sizeof(double) * (size_t)t->nbox * np);
 #pragma omp parallel for schedule(dynamic, 16)
     for (int i = 0; i < t->nleaf; ++i) {
         const oct_box *B = &t->box[t->leaves[i]];
-        if (!fmm_home_box(P, t->leaves[i])) continue;
+        if (rc || !fmm_owned_box(P, t->leaves[i])) continue;
         harm_p2m(P->p, box_side(t, B->level), B->c, B->end - B->begin, t->x + B->begin,
-                 t->y + B->begin, t->z + B->begin, qh + B->begin, P->W + (size_t)t->leaves[i] * np);
+                 t->y + B->begin, t->z + B->begin, P->q + B->begin,
+                 P->W + (size_t)t->leaves[i] * np);
     }
+    /* a distributed rank joins every level's sum, after a failure too (the tree is uniform: the
+       leaves are the deepest level) */
+    if (P->dist) rc = fmm_dist_sum_level(P, t->depth, rc);
     for (int l = t->depth; l >= 1; --l) {
-        int rc = child_translations(P, l, 1);
-        if (rc) return rc;
+        if (rc == FMM_OK) rc = child_translations(P, l, 1);
+        if (P->dist) rc = fmm_dist_sum_level(P, l - 1, rc);
+        if (rc && !P->dist) return rc;
     }
-    return FMM_OK;
+    return rc;
 }
 
 static void image_shift(const octree *t, int code, double s[3]) {
