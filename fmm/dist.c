@@ -31,16 +31,16 @@ struct fmm_dist_plan {
 /* ------------------------------------------------------------------ collectives */
 
 static int comm_rc(int cb) {
-    return cb ? FMM_DIST_ERR_COMM : FMM_OK;
+    return cb ? FMM_ERR_COMM : FMM_OK;
 }
 
-/* Sums buf[0..n-1] over ranks together with the ranks' statuses: rc, or FMM_DIST_ERR_COMM where
+/* Sums buf[0..n-1] over ranks together with the ranks' statuses: rc, or FMM_ERR_COMM where
  * this rank is fine and another is not. buf has n + 1 entries (the last is the flag). */
 static int allreduce_rc(const fmm_dist_plan *D, double *buf, size_t n, int rc) {
     buf[n] = rc ? 1.0 : 0.0;
     int c = D->comm.allreduce_sum(D->comm.ctx, buf, n + 1);
-    if (c) return rc ? rc : FMM_DIST_ERR_COMM;
-    return rc ? rc : buf[n] > 0 ? FMM_DIST_ERR_COMM : FMM_OK;
+    if (c) return rc ? rc : FMM_ERR_COMM;
+    return rc ? rc : buf[n] > 0 ? FMM_ERR_COMM : FMM_OK;
 }
 
 static int agree(const fmm_dist_plan *D, int rc) {
@@ -349,7 +349,7 @@ int fmm_dist_setpts(fmm_dist_plan *D, long nhome, const double *xyz) {
     D->nglobal = 0;
     for (int r = 0; !ca && r < size; ++r) {
         D->nglobal += (long)all[8 * r];
-        if (all[8 * r + 1] != 0 && !rc) rc = FMM_DIST_ERR_COMM;
+        if (all[8 * r + 1] != 0 && !rc) rc = FMM_ERR_COMM;
         for (int k = 0; k < 3; ++k)
             D->corner[k] = fmin(r ? D->corner[k] : INFINITY, all[8 * r + 2 + k]),
             D->corner[3 + k] = -fmin(r ? -D->corner[3 + k] : INFINITY, all[8 * r + 5 + k]);

@@ -54,7 +54,7 @@ int fmm_comm_mpi(MPI_Comm *comm, fmm_comm *out) {
     if (!comm || !out) return FMM_ERR_ARG;
     int rank, size;
     if (MPI_Comm_rank(*comm, &rank) != MPI_SUCCESS || MPI_Comm_size(*comm, &size) != MPI_SUCCESS)
-        return FMM_DIST_ERR_COMM;
+        return FMM_ERR_COMM;
     *out = (fmm_comm){rank, size, comm, mpi_allreduce, mpi_allgather, mpi_alltoallv};
     return FMM_OK;
 }

@@ -136,7 +136,7 @@ int fmm_execute_checked(fmm_plan *P, const double *q, int charged, int qexp, dou
                         double *field, double *energy, double *virial);
 
 /* fmm/dist.c: a distributed rank's collectives inside the evaluation (each joins with the rank's
- * status rc and returns rc, or FMM_DIST_ERR_COMM when another rank failed): the multipoles of a
+ * status rc and returns rc, or FMM_ERR_COMM when another rank failed): the multipoles of a
  * level summed over ranks (each box's is nonzero on its owner only); the periodic corrections with
  * the global charge moments; the energy (ehome: this rank's part) and the virial summed over ranks
  * (energy and virial may be NULL) */

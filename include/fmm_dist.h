@@ -23,7 +23,7 @@
  * Collective calls: every rank of the communicator calls fmm_dist_setpts and fmm_dist_execute
  * the same number of times in the same order, with the same options and box at fmm_dist_makeplan.
  * A failure on one rank is seen by all: that rank returns its reason, the others
- * FMM_DIST_ERR_COMM, and the plan stays usable for a new fmm_dist_setpts.
+ * FMM_ERR_COMM, and the plan stays usable for a new fmm_dist_setpts.
  */
 #ifndef FMM_DIST_H
 #define FMM_DIST_H
@@ -35,9 +35,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The status of a failed communication callback, or of a call that failed on another rank. */
-#define FMM_DIST_ERR_COMM FMM_ERR_UNSUPPORTED
 
 /* The communication a distributed plan uses: the caller's, through these callbacks (MPI, GROMACS's
  * thread-MPI, threads of one process). Each returns 0 on success, nonzero on failure; each is

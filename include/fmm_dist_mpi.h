@@ -18,7 +18,7 @@ extern "C" {
  * outlive every plan that uses it. The collectives are MPI_Allreduce (MPI_SUM; the same bits on
  * every rank as far as the MPI library gives them, which its usual algorithms do), MPI_Allgather
  * and MPI_Alltoallv of bytes (each count and displacement below 2^31: a callback returns nonzero
- * otherwise). FMM_ERR_ARG for a NULL argument, FMM_DIST_ERR_COMM where MPI fails. */
+ * otherwise). FMM_ERR_ARG for a NULL argument, FMM_ERR_COMM where MPI fails. */
 int fmm_comm_mpi(MPI_Comm *comm, fmm_comm *out);
 
 #ifdef __cplusplus

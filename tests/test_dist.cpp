@@ -390,7 +390,7 @@ TEST(Dist, StatusesAndFailureOnOneRank) {
     for (auto &t : th) t.join();
     fmm_comm_threads_destroy(g);
     for (int r = 0; r < 3; ++r) {
-        EXPECT_EQ(set_rc[r], r == 1 ? FMM_ERR_NONFINITE : FMM_DIST_ERR_COMM) << r;
+        EXPECT_EQ(set_rc[r], r == 1 ? FMM_ERR_NONFINITE : FMM_ERR_COMM) << r;
         EXPECT_EQ(again_rc[r], FMM_OK) << r;
         EXPECT_EQ(exec_rc[r], FMM_ERR_NONFINITE) << r; // every rank sees the charges' check
     }
