@@ -135,8 +135,8 @@ static void add_chunk_forces(fmm_plan *P, double *fsc, int nch) {
 }
 
 /* The V lists of one level. A distributed rank's home boxes go in two parts: those it owns with
- * their image forces (virial), then the others without, so that each box's count once over the
- * ranks (fmm_dist_rank). */
+ * their image forces (virial), then the others without, so that each box's image forces count
+ * once over the ranks (fmm_dist_rank). */
 static int m2l_level(fmm_plan *P, int level) {
     double *fs = P->virial ? P->fshift : NULL;
     if (!P->dist) return m2l_cpu_level(&P->ops, &P->tree, level, P->W, P->U, fs);
