@@ -80,7 +80,8 @@ void fmm_dist_destroy(fmm_dist_plan *plan);
 
 /* Ranks as threads of one process: fmm_comm_threads_create(size, &g) once, then thread r
  * (0 <= r < size) takes its comm from fmm_comm_threads_rank(g, r, &c) and uses it from that
- * thread only; g is destroyed after every thread is done with it. */
+ * thread only; g is destroyed after every thread is done with it. Each rank's plan runs its own
+ * OpenMP threads (opts.threads; 0, the OpenMP default, on every rank oversubscribes the cores). */
 typedef struct fmm_comm_threads fmm_comm_threads;
 int fmm_comm_threads_create(int size, fmm_comm_threads **group);
 int fmm_comm_threads_rank(fmm_comm_threads *group, int rank, fmm_comm *comm);
