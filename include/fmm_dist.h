@@ -67,9 +67,11 @@ int fmm_dist_makeplan(const fmm_opts *opts, const double *box, const fmm_comm *c
  * fmm_makeplan's (FMM_ERR_OUTSIDE for a particle outside it). */
 int fmm_dist_setpts(fmm_dist_plan *plan, long n_home, const double *xyz);
 
-/* q_home: the n_home charges (NULL only for n_home = 0). phi (n_home), field (3 n_home), energy
- * and virial (9, row-major) as fmm_execute's, each may be NULL; energy and virial are global (the
- * same on every rank, which must all ask for them or all not). Collective. */
+/* q_home: the n_home charges (NULL only for n_home = 0; q = NULL does not reuse charges here).
+ * phi (n_home), field (3 n_home), energy and virial (9, row-major) as fmm_execute's, each may be
+ * NULL; energy and virial are global, the same on every rank. The ranks ask for the virial all or
+ * none (FMM_ERR_ARG on every rank otherwise). A charge that is not finite on one rank gives
+ * FMM_ERR_NONFINITE on every rank. Collective. */
 int fmm_dist_execute(fmm_dist_plan *plan, const double *q_home, double *phi, double *field,
                      double *energy, double *virial);
 
