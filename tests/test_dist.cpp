@@ -367,9 +367,10 @@ TEST(Dist, StatusesAndFailureOnOneRank) {
     fmm_dist_destroy(p);
     fmm_comm_threads_destroy(g);
 
-    // three ranks: rank 1 passes a NaN position, then a NaN charge
+    // three ranks: rank 1 passes a NaN position, then an infinite charge; then the virial is
+    // asked for on rank 0 only
     ASSERT_EQ(fmm_comm_threads_create(3, &g), FMM_OK);
-    std::vector<int> set_rc(3), again_rc(3), exec_rc(3);
+    std::vector<int> set_rc(3), again_rc(3), exec_rc(3), vir_rc(3);
     std::vector<std::thread> th;
     for (int r = 0; r < 3; ++r)
         th.emplace_back([&, r] {
@@ -385,6 +386,9 @@ TEST(Dist, StatusesAndFailureOnOneRank) {
             again_rc[r] = fmm_dist_setpts(pr, 2, y);
             if (r == 1) qq[0] = INFINITY;
             exec_rc[r] = fmm_dist_execute(pr, qq, phi, nullptr, nullptr, nullptr);
+            qq[0] = 1;
+            double W[9];
+            vir_rc[r] = fmm_dist_execute(pr, qq, phi, nullptr, nullptr, r == 0 ? W : nullptr);
             fmm_dist_destroy(pr);
         });
     for (auto &t : th) t.join();
@@ -393,5 +397,6 @@ TEST(Dist, StatusesAndFailureOnOneRank) {
         EXPECT_EQ(set_rc[r], r == 1 ? FMM_ERR_NONFINITE : FMM_ERR_COMM) << r;
         EXPECT_EQ(again_rc[r], FMM_OK) << r;
         EXPECT_EQ(exec_rc[r], FMM_ERR_NONFINITE) << r; // every rank sees the charges' check
+        EXPECT_EQ(vir_rc[r], FMM_ERR_ARG) << r;        // the virial asked for on rank 0 only
     }
 }
