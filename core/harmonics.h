@@ -1,7 +1,7 @@
 /*
  * Solid harmonics and the particle-level expansion operators.
  *
- * Conventions (shared/design/digest-fmm-m2l-fgt.md A.1, corrected):
+ * Conventions (tests/test_operators.cpp checks them against closed forms and 1/|x-y|):
  *   regular   R_lm(x) = |x|^l/(l+m)! P_lm(cos t) e^{-i m phi}      ("omega bar")
  *   irregular I_lm(x) = (l-m)!/|x|^{l+1} P_lm(cos t) e^{+i m phi}  ("mu")
  * with the Condon-Shortley phase, so that 1/|x-y| = sum_lm R_lm(x) I_lm(y) for |x|<|y|,

@@ -15,15 +15,15 @@
  * cannot hold in the caller's units is FMM_ERR_RANGE, never inf, NaN or zeros. A c below
  * 2^-511 of the extent acts as that (no difference in double).
  *
- * Algorithm (docs/rbf.md, shared/design/digest-rbf-bldtt.md part A.2 with its correction of
- * step 6): for a random order sigma of the centres, the L-set of sigma(m) is the set of the q
- * centres nearest to it among sigma(m..N-1) (k-d tree queries); the local cardinal function
+ * Algorithm (docs/rbf.md, with the corrected step 6 of the FGP iteration): for a random
+ * order sigma of the centres, the L-set of sigma(m) is the set of the q centres nearest to it
+ * among sigma(m..N-1) (k-d tree queries); the local cardinal function
  * on each L-set (its saddle-point system reduced to a positive definite one of order |L| - 1,
  * solved by Cholesky) defines the preconditioned Krylov direction; each iteration needs one
  * mat-vec (Phi delta)_i at the centres, which is the direct sum (CPU: symmetric, each pair
  * once; or CUDA in double precision), BLDTT, or the multiquadric far-field series on a
- * tree (Martin & Haase 2014 / Cherrie, Beatson & Newsam 2002, corrected recurrence of the
- * digest A.4). The constant alpha is shifted every iteration so that max|r| is minimal.
+ * tree (Martin & Haase 2014 / Cherrie, Beatson & Newsam 2002, with a corrected recurrence:
+ * docs/rbf.md). The constant alpha is shifted every iteration so that max|r| is minimal.
  * Where the iteration fails (fmm_rbf_opts.dense_max), a dense LU solve of the same system
  * takes over (rbf/dense.c, docs/rbf.md) and fmm_rbf_result.solver says so.
  * The iteration stops when max_i |r_i| <= tolerance * max_i |f_i|, where r_i = f_i - s(x_i);

@@ -1,4 +1,4 @@
-/* Local cardinal functions of the FGP L-sets (digest A.2 step 5), RBF_LANES sets at once, one
+/* Local cardinal functions of the FGP L-sets (docs/rbf.md, step 5), RBF_LANES sets at once, one
  * per SIMD lane: all sets but the last few have exactly q points, so the lanes run in lock step
  * and every operation is a full vector operation.
  *

@@ -86,7 +86,7 @@ void fmm_rbf_destroy(fmm_rbf_plan *p) {
     free(p);
 }
 
-/* BLDTT options for the plan's accuracy: the digest's (theta, degree) ladder, from about
+/* BLDTT options for the plan's accuracy: a (theta, degree) ladder, from about
  * 1e-8 relative (0.7, 8) to 1e-10 (0.5, 10) for the Coulomb kernel (docs/bldtt.md). */
 void rbf_bldtt_opts(const fmm_rbf_plan *p, bldtt_opts *bo) {
     bldtt_default_opts(bo);

@@ -40,7 +40,7 @@ int rbf_direct_self_cpu(long n, const double *x, const double *y, const double *
 long rbf_local_work(int q);
 /* Set v (lane v) has cnt[v] points, 2 <= cnt[v] <= q, point i at px/py/pz[i * RBF_LANES + v],
  * point 0 its centre; entries past cnt[v] are ignored. zeta[i * RBF_LANES + v] (i < cnt[v])
- * receives the normalised coefficients (digest A.2 step 5, zeta / sqrt(-zeta^T Phi zeta)).
+ * receives the normalised coefficients (docs/rbf.md, step 5: zeta / sqrt(-zeta^T Phi zeta)).
  * Arrays 64-byte aligned. Returns the bit mask of degenerate sets (their zeta is 0). */
 int rbf_local_solve(int q, const int *cnt, const double *px, const double *py, const double *pz,
                     double c2, double *work, double *zeta);

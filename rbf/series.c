@@ -5,7 +5,7 @@
  * and a target offset x = p - z with |x| > sqrt(|t_i|^2 + c^2),
  *   sum_i w_i sqrt(|x - t_i|^2 + c^2)
  *     = sum_{k,m >= 0} C(1/2, k+m) C(k+m, m) (-2)^k |x|^{1-2k-2m} sum_i w_i a_i^m (t_i . x)^k,
- * the moment form of P_l(a, -2 t.x, |x|^2) / |x|^{2l-1} with l = k + 2m (digest A.4; checked
+ * the moment form of P_l(a, -2 t.x, |x|^2) / |x|^{2l-1} with l = k + 2m (docs/rbf.md; checked
  * against the closed form). Truncated at l <= L, the error is at most about
  * 2 sqrt(|t|^2+c^2) rho^(L+1) / (1 - rho) per unit weight, rho = sqrt(|t|^2 + c^2) / |x|.
  * (t_i . x)^k = sum_{|alpha|=k} k!/alpha! t^alpha x^alpha, so each cluster stores the moments
