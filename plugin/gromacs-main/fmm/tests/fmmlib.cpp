@@ -76,6 +76,7 @@
 #include "gromacs/utility/textwriter.h"
 #include "gromacs/utility/vec.h"
 
+#include "testutils/loggertest.h"
 #include "testutils/refdata.h"
 #include "testutils/testasserts.h"
 
@@ -546,6 +547,67 @@ TEST(FmmLibForceProviderTest, RefusesACellTheLibraryDoesNotTake)
     gmx_enerdata_t      enerd(1, nullptr);
     ForceProviderOutput output(&forceWithVirial, &enerd);
     EXPECT_THROW(provider.calculateForces(input, &output), InconsistentInputError);
+}
+
+namespace
+{
+
+//! The Coulomb energy of \p provider for one force evaluation in \p box
+double coulombEnergy(FmmForceProvider*        provider,
+                     const std::vector<RVec>& x,
+                     const std::vector<real>& q,
+                     const matrix             box)
+{
+    MpiComm             mpiComm(MpiComm::SingleRank{});
+    ForceProviderInput  input(x, x.size(), q, {}, 0.0, 0, box, mpiComm, nullptr);
+    std::vector<RVec>   f(x.size(), RVec(0, 0, 0));
+    ForceWithVirial     forceWithVirial(f, false);
+    gmx_enerdata_t      enerd(1, nullptr);
+    ForceProviderOutput output(&forceWithVirial, &enerd);
+    provider->calculateForces(input, &output);
+    return enerd.term[InteractionFunction::CoulombReciprocalSpace];
+}
+
+} // namespace
+
+TEST(FmmLibForceProviderTest, FollowsATriclinicBoxAndReportsTheFirstChangeOnce)
+{
+    gmx_mtop_t mtop;
+    addWaters(&mtop, 2);
+    const std::vector<RVec> x = { { 0.20, 0.30, 0.40 }, { 0.29, 0.33, 0.40 }, { 0.17, 0.39, 0.42 },
+                                  { 0.80, 0.90, 0.70 }, { 0.88, 0.86, 0.74 }, { 0.76, 0.96, 0.64 } };
+    const std::vector<real> q = { -0.8476, 0.4238, 0.4238, -0.8476, 0.4238, 0.4238 };
+    // a triclinic cell, then only an off-diagonal element of b changed, then only those of c
+    const matrix  boxes[] = { { { 1.3, 0, 0 }, { 0.3, 1.2, 0 }, { 0, 0, 1.1 } },
+                              { { 1.3, 0, 0 }, { 0.4, 1.2, 0 }, { 0, 0, 1.1 } },
+                              { { 1.3, 0, 0 }, { 0.4, 1.2, 0 }, { 0.2, -0.3, 1.1 } } };
+    FmmMdpOptions fmmMdpOptions;
+    fillOptionsFromMdpValues(fmmLibMdpValues({ { c_fmmFmmLibToleranceOptionName, "1e-8" } }), &fmmMdpOptions);
+
+    // with pressure coupling the box changes every nstpcouple steps: md.log gets the plan and the
+    // first change once each, not a line per change
+    LoggerTestHelper logHelper;
+    logHelper.expectEntryMatchingRegex(MDLogger::LogLevel::Info, "fmmlib: 6 excluded pairs");
+    logHelper.expectEntryMatchingRegex(MDLogger::LogLevel::Info, "the box changed");
+    FmmForceProvider provider(fmmMdpOptions.fmmLibOptions(), mtop, PbcType::Xyz, logHelper.logger(), 1.0);
+    std::vector<double> energies;
+    for (const auto& box : boxes)
+    {
+        energies.push_back(coulombEnergy(&provider, x, q, box));
+    }
+    // each energy is that of a plan made for its box alone
+    for (size_t k = 0; k < energies.size(); k++)
+    {
+        MDLogger         logger;
+        FmmForceProvider fresh(fmmMdpOptions.fmmLibOptions(), mtop, PbcType::Xyz, logger, 1.0);
+        EXPECT_REAL_EQ_TOL(coulombEnergy(&fresh, x, q, boxes[k]),
+                           energies[k],
+                           relativeToleranceAsFloatingPoint(energies[k], 1e-12))
+                << "box " << k;
+    }
+    // and the off-diagonal changes matter
+    EXPECT_GT(std::abs(energies[1] - energies[0]), 1e-6 * std::abs(energies[0]));
+    EXPECT_GT(std::abs(energies[2] - energies[1]), 1e-6 * std::abs(energies[1]));
 }
 
 #endif // GMX_USE_EXT_FMM
