@@ -1,6 +1,6 @@
 /*
  * Periodic far field of the spherical-harmonic FMM for a cubic cell
- * (shared/design/periodic-fmm-recipe.md, verified there against Ewald):
+ * (the recipe summarised in docs/design.md; checked against Ewald by tests/test_periodic.cpp):
  *  - the lattice sums A_LM = sum_{R, |n|_inf >= 2} I_LM(R) over the images beyond the 27
  *    nearest, summed cube by cube (renormalisation, recipe 1.4 and 1.6); with them the far
  *    images act on the root multipole as one M2L, u += Lambda^A w;

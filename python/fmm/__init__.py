@@ -26,7 +26,7 @@ __version__ = _c.fmm_version().decode()
 
 
 class FMMError(RuntimeError):
-    """A status code of the library (enum fmm_status, include/fmm.h) and its message."""
+    """A status code of the library (enum fmm_status, include/fmm_common.h) and its message."""
 
     def __init__(self, status, message):
         super().__init__(message)
