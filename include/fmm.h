@@ -92,10 +92,13 @@ typedef struct fmm_info {
     long nboxes;      /* tree boxes */
     long nleaves;     /* leaf boxes */
     double side;      /* side length of the root cube (in the caller's units) */
-    double center[3]; /* its centre (periodic at depth 0 the cell is centred on the charges: the
-                         CPU reports that centre, a CUDA plan, which finds it on the device, L/2;
-                         a cell other than a cube: the centre of the brick [0,ax)x[0,by)x[0,cz),
-                         about which the root cube of side max(ax, by, cz) lies) */
+    double center[3]; /* its centre (a periodic cube: L/2 with the vacuum boundary; tin-foil moves
+                         the root cube to [-0.118 L, 0.882 L)^3, centre 0.382 L, so that crystals
+                         do not sit on its boxes' corners, except that at depth 0 the CPU centres
+                         the cell on the charges and reports that centre (a CUDA plan, which does
+                         it on the device, reports 0.382 L); a cell other than a cube: the centre
+                         of the brick [0,ax)x[0,by)x[0,cz), about which the root cube of side
+                         max(ax, by, cz) lies) */
     int images;       /* periodic: the near images the tree sums directly, the cell's own
                          included (a cube: 27; a cell: its near set, docs/periodic-cells.md);
                          0 for an open boundary. Available before fmm_setpts */
