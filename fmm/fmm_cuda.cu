@@ -372,6 +372,7 @@ extern "C" int fmm_gpu_setpts(fmm_gpu *g, long n, const void *xyz, int src, cons
 
 extern "C" int fmm_gpu_set_exclusions(fmm_gpu *g, long natoms, long npairs, const int *start,
                                       const int *partner) {
+    drop_graphs(g); /* they hold the arrays freed here (a replay by fmm_gpu_time read them) */
     CU(cudaFree(g->xstart));
     CU(cudaFree(g->xpartner));
     CU(cudaFree(g->xterm));
