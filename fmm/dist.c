@@ -484,16 +484,9 @@ int fmm_dist_setpts(fmm_dist_plan *D, long nhome, const double *xyz) {
         rc = fmm_setpts(P, nloc, loc);
     }
     if (!rc) {
-        /* as fmm/periodic.c fmm_periodic_virial_cpu: the charges' middle when they fill a tiny
-           part of the cell far from its centre, else the centre */
-        const double *cc = P->tree.box[0].c;
-        double off = 0.0, e = 0.0;
-        for (int d = 0; d < 3; ++d) {
-            D->g[d] = 0.5 * (D->ext[d] - D->ext[3 + d]);
-            off = fmax(off, fabs(D->g[d] - cc[d])), e = fmax(e, -D->ext[3 + d] - D->ext[d]);
-        }
-        if (!(off > 0x1p16 * e))
-            for (int d = 0; d < 3; ++d) D->g[d] = cc[d];
+        /* the origin of fmm_periodic_virial_cpu from the global extent of the home particles */
+        const double hi[3] = {-D->ext[3], -D->ext[4], -D->ext[5]};
+        fmm_virial_origin(D->ext, hi, P->tree.box[0].c, D->g);
         D->R.nhome = nhome;
         D->nloc = nloc, D->nhalo = nhalo;
         rc = build_rank(D, pr, m);
@@ -578,48 +571,15 @@ int fmm_dist_sum_level(fmm_plan *P, int level, int rc) {
                                          (size_t)(ls[level + 1] - ls[level]) * P->npad));
 }
 
-/* The periodic cube's corrections of fmm/periodic.c fmm_periodic_corrections with the global
- * charge moments m = {Q, sum |q|, D (3), S2} about the cell's centre. */
-static void periodic_apply(fmm_plan *P, const double m[6]) {
-    const octree *t = &P->tree;
-    const long n = t->n;
-    const double L = t->side, V = L * L * L, pi = 3.14159265358979323846;
-    const double *c = t->box[0].c, Q = m[0], *D = m + 2, S2 = m[5];
-    const int tinfoil = P->opts.boundary == FMM_BOUNDARY_TINFOIL;
-    const double kd = 4 * pi / (3 * V), k0 = 2 * pi / (3 * V) * (S2 - Q * L * L / 4);
-    const int charged = PBC_CHARGED(Q, m[1]);
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; ++i) {
-        double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
-        if (charged) {
-            double pb, gb[3];
-            pbc_cube_potential(1.5 * L, Y, &pb, gb);
-            P->phi[i] -= Q / V * pb;
-            P->ex[i] += Q / V * gb[0], P->ey[i] += Q / V * gb[1], P->ez[i] += Q / V * gb[2];
-        }
-        if (tinfoil) {
-            P->phi[i] += k0 - kd * (D[0] * Y[0] + D[1] * Y[1] + D[2] * Y[2]);
-            P->ex[i] += kd * D[0], P->ey[i] += kd * D[1], P->ez[i] += kd * D[2];
-        }
-    }
-}
-
 int fmm_dist_corrections(fmm_plan *P, int rc) {
     if (!P->opts.periodic) return rc; /* open boundaries have none */
     fmm_dist_plan *D = P->dist->plan;
-    const octree *t = &P->tree;
-    const double *c = t->box[0].c, *qh = P->dist->qh;
-    double m[7] = {0, 0, 0, 0, 0, 0, 0};
-    for (long i = 0; !rc && i < t->n; ++i) {
-        const double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
-        m[0] += qh[i], m[1] += fabs(qh[i]);
-        for (int d = 0; d < 3; ++d) m[2 + d] += qh[i] * Y[d];
-        m[5] += qh[i] * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]);
-    }
+    double m[7] = {0, 0, 0, 0, 0, 0, 0}; /* the moments of fmm/periodic.c, summed over ranks */
+    if (!rc) fmm_charge_moments(P, P->dist->qh, m);
     rc = allreduce_rc(D, m, 6, rc);
     if (rc) return rc;
     memcpy(D->mom, m, sizeof D->mom);
-    periodic_apply(P, m);
+    fmm_periodic_apply(P, m);
     return FMM_OK;
 }
 

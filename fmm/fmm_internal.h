@@ -144,8 +144,15 @@ int fmm_dist_sum_level(fmm_plan *P, int level, int rc);
 int fmm_dist_corrections(fmm_plan *P, int rc);
 int fmm_dist_outputs(fmm_plan *P, int rc, double ehome, double *energy, double *virial);
 
-/* fmm/periodic.c: corrections of phi and the field after the passes, and the virial */
+/* fmm/periodic.c: corrections of phi and the field after the passes, and the virial. The cube's
+ * corrections are fmm_periodic_apply with the moments m = {Q, sum |q|, D (3), S2} of the charges
+ * q (tree order) about the root's centre (a distributed rank: summed over ranks in between);
+ * fmm_virial_origin: the origin g of the virial's sum F (x) (x - g), from the charges' extent
+ * lo..hi (the plan's units) and the root's centre c. */
+void fmm_charge_moments(const fmm_plan *P, const double *q, double m[6]);
+void fmm_periodic_apply(fmm_plan *P, const double m[6]);
 void fmm_periodic_corrections(fmm_plan *P);
+void fmm_virial_origin(const double lo[3], const double hi[3], const double c[3], double g[3]);
 void fmm_cell_corrections(fmm_plan *P);
 void fmm_periodic_virial(int p, double L, int tinfoil, const double *w, const double *vtab,
                          double c0, const double FY[9], const double fshift[81], const double D[3],

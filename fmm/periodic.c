@@ -10,24 +10,35 @@
 #include "core/mathconst.h"
 #include "pbc/lattice.h"
 
+/* The moments about the root cube's centre of the plan's particles with charges q (tree order):
+ * m = {Q, sum |q|, dipole D (3), second moment S2}. On a distributed rank q is its home charges,
+ * and fmm/dist.c sums m over ranks before fmm_periodic_apply. */
+void fmm_charge_moments(const fmm_plan *P, const double *q, double m[6]) {
+    const octree *t = &P->tree;
+    const double *c = t->box[0].c;
+    for (int k = 0; k < 6; ++k) m[k] = 0;
+    /* summed in m itself: a scalar loop in the particles' order, whose multiply-adds the
+       compiler fuses as in the one loop before the split (the same bits) */
+    for (long i = 0; i < t->n; ++i) {
+        const double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
+        m[0] += q[i], m[1] += fabs(q[i]);
+        for (int d = 0; d < 3; ++d) m[2 + d] += q[i] * Y[d];
+        m[5] += q[i] * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]);
+    }
+}
+
 /* Periodic cube: from the cube-ordered lattice sum of the neutralised cell to Ewald's
  * conventions (recipe 2 and 4): background of the 27 near cells for a net charge Q, then
- * tin-foil (dipole D and second moment S2 of the wrapped charges about the centre). */
-void fmm_periodic_corrections(fmm_plan *P) {
+ * tin-foil (dipole D and second moment S2 of the wrapped charges about the centre), from the
+ * moments m of fmm_charge_moments. */
+void fmm_periodic_apply(fmm_plan *P, const double m[6]) {
     const octree *t = &P->tree;
     const long n = t->n;
     const double L = t->side, V = L * L * L, pi = 3.14159265358979323846;
-    const double *c = t->box[0].c;
-    double Q = 0, Qabs = 0, D[3] = {0, 0, 0}, S2 = 0;
-    for (long i = 0; i < n; ++i) {
-        double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
-        Q += P->q[i], Qabs += fabs(P->q[i]);
-        for (int d = 0; d < 3; ++d) D[d] += P->q[i] * Y[d];
-        S2 += P->q[i] * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]);
-    }
+    const double *c = t->box[0].c, Q = m[0], *D = m + 2, S2 = m[5];
     const int tinfoil = P->opts.boundary == FMM_BOUNDARY_TINFOIL;
     const double kd = 4 * pi / (3 * V), k0 = 2 * pi / (3 * V) * (S2 - Q * L * L / 4);
-    const int charged = PBC_CHARGED(Q, Qabs);
+    const int charged = PBC_CHARGED(Q, m[1]);
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; ++i) {
         double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
@@ -44,6 +55,12 @@ void fmm_periodic_corrections(fmm_plan *P) {
     }
 }
 
+void fmm_periodic_corrections(fmm_plan *P) {
+    double m[6];
+    fmm_charge_moments(P, P->q, m);
+    fmm_periodic_apply(P, m);
+}
+
 /* A cell plan's corrections (docs/periodic-cells.md section 2): the isotropic quadratic of the far
  * pair potential, (2 pi / 3V) sum_j q_j |Y_i - Y_j|^2, and for the vacuum boundary (neutral) the
  * dipole term of U_vac = U_tf + (2 pi / 3V)|D|^2 (section 4), phi in the cube's vacuum convention
@@ -52,13 +69,9 @@ void fmm_cell_corrections(fmm_plan *P) {
     const octree *t = &P->tree;
     const long n = t->n;
     const double *c = t->box[0].c, k = 2 * FMM_PI / (3 * P->cell.volume);
-    double Q = 0, D[3] = {0, 0, 0}, S2 = 0;
-    for (long i = 0; i < n; ++i) {
-        const double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
-        Q += P->q[i];
-        for (int d = 0; d < 3; ++d) D[d] += P->q[i] * Y[d];
-        S2 += P->q[i] * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]);
-    }
+    double m[6];
+    fmm_charge_moments(P, P->q, m);
+    const double Q = m[0], *D = m + 2, S2 = m[5];
     const double tf = P->opts.boundary == FMM_BOUNDARY_TINFOIL ? 1.0 : 0.0;
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; ++i) {
@@ -144,36 +157,41 @@ void fmm_periodic_virial(int p, double L, int tinfoil, const double *w, const do
                    shift, D, S2, Wout);
 }
 
-/* CPU pieces of the periodic virial: sum_i F_i (x) Y_i and the dipole about the cell centre */
-int fmm_periodic_virial_cpu(fmm_plan *P, double *Wout) {
-    const octree *t = &P->tree;
-    const double *c = t->box[0].c, *xs[3] = {t->x, t->y, t->z};
-    /* sum_i F_i = 0 (Ewald's forces), so sum F_i (x) Y_i may take Y about any point g. About the
-       cell's centre its terms are |Y| / extent times larger than the sum, and lose as many digits
-       where the charges fill a small part of a large cell: there (more than 2^16 of the
-       charges' extent away) g is their middle, elsewhere the centre. The GPU makes the same
-       choice (fmm/fmm_cuda_outputs.cu, k_virial_far), so the two virials agree to rounding: with
-       the FMM's truncation error sum_i F_i is not quite 0, and the choices differ by (sum F) (x) g.
-     */
-    double g[3], off = 0.0, ext = 0.0;
+/* sum_i F_i = 0 (Ewald's forces), so sum F_i (x) Y_i may take Y about any point g. About the
+   cell's centre c its terms are |Y| / extent times larger than the sum, and lose as many digits
+   where the charges fill a small part of a large cell: there (more than 2^16 of the charges'
+   extent lo..hi away) g is their middle, elsewhere the centre. The GPU makes the same choice
+   (fmm/fmm_cuda_outputs.cu, k_virial_far), so the two virials agree to rounding: with the FMM's
+   truncation error sum_i F_i is not quite 0, and the choices differ by (sum F) (x) g. */
+void fmm_virial_origin(const double lo[3], const double hi[3], const double c[3], double g[3]) {
+    double off = 0.0, ext = 0.0;
     for (int d = 0; d < 3; ++d) {
-        double lo = xs[d][0], hi = xs[d][0];
-        for (long i = 1; i < t->n; ++i) lo = fmin(lo, xs[d][i]), hi = fmax(hi, xs[d][i]);
-        g[d] = 0.5 * (lo + hi);
-        off = fmax(off, fabs(g[d] - c[d])), ext = fmax(ext, hi - lo);
+        g[d] = 0.5 * (lo[d] + hi[d]);
+        off = fmax(off, fabs(g[d] - c[d])), ext = fmax(ext, hi[d] - lo[d]);
     }
     if (!(off > 0x1p16 * ext))
         for (int d = 0; d < 3; ++d) g[d] = c[d];
-    double FY[9] = {0}, D[3] = {0, 0, 0}, S2 = 0;
+}
+
+/* CPU pieces of the periodic virial: sum_i F_i (x) (x_i - g) and the moments about the centre */
+int fmm_periodic_virial_cpu(fmm_plan *P, double *Wout) {
+    const octree *t = &P->tree;
+    const double *c = t->box[0].c, *xs[3] = {t->x, t->y, t->z};
+    double lo[3], hi[3], g[3];
+    for (int d = 0; d < 3; ++d) {
+        lo[d] = hi[d] = xs[d][0];
+        for (long i = 1; i < t->n; ++i)
+            lo[d] = fmin(lo[d], xs[d][i]), hi[d] = fmax(hi[d], xs[d][i]);
+    }
+    fmm_virial_origin(lo, hi, c, g);
+    double FY[9] = {0}, m[6];
     for (long i = 0; i < t->n; ++i) {
         const double F[3] = {P->q[i] * P->ex[i], P->q[i] * P->ey[i], P->q[i] * P->ez[i]};
-        const double Y[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
-        S2 += P->q[i] * (Y[0] * Y[0] + Y[1] * Y[1] + Y[2] * Y[2]);
-        for (int a = 0; a < 3; ++a) {
-            D[a] += P->q[i] * Y[a];
+        for (int a = 0; a < 3; ++a)
             for (int b = 0; b < 3; ++b) FY[3 * a + b] += F[a] * (xs[b][i] - g[b]);
-        }
     }
+    fmm_charge_moments(P, P->q, m);
+    const double *D = m + 2, S2 = m[5];
     const int tinfoil = P->opts.boundary == FMM_BOUNDARY_TINFOIL;
     if (P->is_cell) {
         lattice_virial(P->p, t->side, P->cell.volume, tinfoil, P->W, P->vtab, 0.0, FY, P->nimg,
