@@ -1,6 +1,7 @@
 # Included by CMakeLists.txt after the targets fmm (static) and fmm_cli: the shared library, the
-# install rules, the CMake package (find_package(fmm): fmm::fmm, fmm::fmm_shared) and the
-# pkg-config file fmm.pc. docs/install.md describes what a user gets.
+# install rules, the CMake package (find_package(fmm): fmm::fmm, fmm::fmm_shared and, where MPI
+# was found, fmm::fmm_mpi) and the pkg-config file fmm.pc. docs/install.md describes what a user
+# gets.
 
 # The shared library is the static library's objects (compiled position-independent), linked
 # whole: one compilation for both (a CUDA build's objects need no device link, CMakeLists.txt).
@@ -21,6 +22,11 @@ if(FMM_SHARED)
     OUTPUT_NAME fmm EXPORT_NAME fmm_shared LINKER_LANGUAGE C
     VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
   list(APPEND FMM_INSTALL_TARGETS fmm_shared)
+endif()
+# fmm_mpi (CMakeLists.txt: the MPI communication of include/fmm_dist_mpi.h) links fmm and
+# MPI::MPI_C, which the package config finds first (cmake/fmmConfig.cmake.in).
+if(FMM_HAVE_MPI)
+  list(APPEND FMM_INSTALL_TARGETS fmm_mpi)
 endif()
 
 # The Python package (pyproject.toml, scikit-build-core) installs into the package only: the
