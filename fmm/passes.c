@@ -220,6 +220,28 @@ static void tagged_add(long m, const double *q, double *buf, double *phi, double
     }
 }
 
+/* A leaf's targets and outputs in the near field (fmm_leaves); buf and fs with the virial only */
+typedef struct leaf_out {
+    long m;
+    const double *x, *y, *z, *qs;
+    double *phi, *ex, *ey, *ez, *buf, *fs;
+} leaf_out;
+
+/* The pairs of the leaf's targets with the particles of box C under image shift `code`, tagged
+ * by the shift where the virial gathers the image forces (tagged_add) */
+static void near_pairs(const fmm_plan *P, const leaf_out *L, const oct_box *C, int code) {
+    const octree *t = &P->tree;
+    const long m = L->m;
+    const int tag = L->buf && code != OCT_NOSHIFT;
+    double s[3];
+    image_shift(t, code, s);
+    if (tag) memset(L->buf, 0, sizeof(double) * 4 * m);
+    p2p(m, L->x, L->y, L->z, C->end - C->begin, t->x + C->begin, t->y + C->begin, t->z + C->begin,
+        P->q + C->begin, s, tag ? L->buf : L->phi, tag ? L->buf + m : L->ex,
+        tag ? L->buf + 2 * m : L->ey, tag ? L->buf + 3 * m : L->ez);
+    if (tag) tagged_add(m, L->qs, L->buf, L->phi, L->ex, L->ey, L->ez, L->fs, code);
+}
+
 int fmm_leaves(fmm_plan *P) {
     const octree *t = &P->tree;
     const int np = P->npad;
@@ -251,6 +273,7 @@ int fmm_leaves(fmm_plan *P) {
             double *bp = buf, *bx = buf ? buf + m : NULL, *by = buf ? buf + 2 * m : NULL,
                    *bz = buf ? buf + 3 * m : NULL;
             const double *qs = fmm_home_charges(P) + s0; /* the image forces on home targets */
+            const leaf_out L = {m, x, y, z, qs, phi, ex, ey, ez, buf, fs};
             for (long e = t->W.start[b]; e < t->W.start[b + 1]; ++e) {
                 const oct_box *C = &t->box[t->W.box[e]];
                 double s[3], c[3];
@@ -271,29 +294,13 @@ int fmm_leaves(fmm_plan *P) {
              */
             for (int a = b; a >= 0; a = t->box[a].parent) {
                 if (!direct_cheaper(P, t->box[a].end - t->box[a].begin)) continue;
-                for (long e = t->X.start[a]; e < t->X.start[a + 1]; ++e) {
-                    const oct_box *C = &t->box[t->X.box[e]];
-                    double s[3];
-                    int code = t->X.aux[e], tag = buf && code != OCT_NOSHIFT;
-                    image_shift(t, code, s);
-                    if (tag) memset(buf, 0, sizeof(double) * 4 * m);
-                    p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin,
-                        t->z + C->begin, P->q + C->begin, s, tag ? bp : phi, tag ? bx : ex,
-                        tag ? by : ey, tag ? bz : ez);
-                    if (tag) tagged_add(m, qs, buf, phi, ex, ey, ez, fs, code);
-                }
+                for (long e = t->X.start[a]; e < t->X.start[a + 1]; ++e)
+                    near_pairs(P, &L, &t->box[t->X.box[e]], t->X.aux[e]);
             }
             for (long e = t->U.start[b]; e < t->U.start[b + 1]; ++e) {
-                const oct_box *C = &t->box[t->U.box[e]];
-                double s[3];
-                int code = t->U.aux[e], tag = buf && code != OCT_NOSHIFT;
+                const int code = t->U.aux[e];
                 if (P->compact && code != OCT_NOSHIFT) continue; /* by M2L at the root instead */
-                image_shift(t, code, s);
-                if (tag) memset(buf, 0, sizeof(double) * 4 * m);
-                p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin,
-                    t->z + C->begin, P->q + C->begin, s, tag ? bp : phi, tag ? bx : ex,
-                    tag ? by : ey, tag ? bz : ez);
-                if (tag) tagged_add(m, qs, buf, phi, ex, ey, ez, fs, code);
+                near_pairs(P, &L, &t->box[t->U.box[e]], code);
             }
             free(buf);
         }

@@ -66,6 +66,27 @@ static int gpu_setpts(fmm_plan *P, long n, const void *xyz, int src, const doubl
 }
 #endif
 
+/* The plan takes the new tree t and the expansion and per-point arrays for it, in place of its
+ * previous points; on FMM_ERR_NOMEM t is freed and the plan keeps its previous points. */
+static int take_tree(fmm_plan *P, octree *t) {
+    const long n = t->n;
+    size_t ne = (size_t)t->nbox * P->npad;
+    double *W = aligned_alloc(64, sizeof(double) * ne), *U = aligned_alloc(64, sizeof(double) * ne);
+    double *q = malloc(sizeof(double) * 5 * (size_t)n);
+    if (!W || !U || !q) {
+        free(W), free(U), free(q);
+        oct_free(t);
+        return FMM_ERR_NOMEM;
+    }
+    fmm_free_points(P);
+    if (n != P->q_n) P->q_n = 0;
+    P->tree = *t;
+    P->W = W, P->U = U, P->q = q;
+    P->phi = q + n, P->ex = q + 2 * n, P->ey = q + 3 * n, P->ez = q + 4 * n;
+    P->have_pts = 1;
+    return FMM_OK;
+}
+
 /* the translation of a tin-foil cell's charges relative to the tree, in fractions of their
  * extent (cells) or of the cube's side (an irrational number) */
 #define CELL_OFFSET 0.1180339887498949
@@ -132,21 +153,12 @@ static int place_cell(fmm_plan *P, long n, const double *xyz) {
     if (P->opts.threads > 0) omp_set_num_threads(saved);
     free(w), free(shift);
     if (rc) return rc;
-    size_t ne = (size_t)t.nbox * P->npad;
-    double *W = aligned_alloc(64, sizeof(double) * ne), *U = aligned_alloc(64, sizeof(double) * ne);
-    double *q = malloc(sizeof(double) * 5 * (size_t)n);
-    if (!W || !U || !q) {
-        free(W), free(U), free(q);
-        oct_free(&t), img_free(&img), pbc_min_image_free(&mi);
-        return FMM_ERR_NOMEM;
+    if ((rc = take_tree(P, &t))) {
+        img_free(&img), pbc_min_image_free(&mi);
+        return rc;
     }
-    fmm_free_points(P);
-    if (n != P->q_n) P->q_n = 0;
-    P->tree = t, P->img = img, P->mi = mi, P->cell = cell;
+    P->img = img, P->mi = mi, P->cell = cell;
     img_cache_prune(&P->imgc);
-    P->W = W, P->U = U, P->q = q;
-    P->phi = q + n, P->ex = q + 2 * n, P->ey = q + 3 * n, P->ez = q + 4 * n;
-    P->have_pts = 1;
     return FMM_OK;
 }
 
@@ -214,22 +226,8 @@ static int place(fmm_plan *P, long n, const void *xyz, int f32, double lo[3], co
     int rc = oct_build(&t, n, pts, lo, side, P->opts.depth, P->leaf, P->opts.periodic);
     if (P->opts.threads > 0) omp_set_num_threads(saved);
     free(wrapped);
-    if (rc) return rc;
-    size_t ne = (size_t)t.nbox * P->npad;
-    double *W = aligned_alloc(64, sizeof(double) * ne), *U = aligned_alloc(64, sizeof(double) * ne);
-    double *q = malloc(sizeof(double) * 5 * (size_t)n);
-    if (!W || !U || !q) {
-        free(W), free(U), free(q);
-        oct_free(&t);
-        return FMM_ERR_NOMEM;
-    }
-    fmm_free_points(P);
-    if (n != P->q_n) P->q_n = 0;
-    P->tree = t;
+    if (rc || (rc = take_tree(P, &t))) return rc;
     P->compact = compact;
-    P->W = W, P->U = U, P->q = q;
-    P->phi = q + n, P->ex = q + 2 * n, P->ey = q + 3 * n, P->ez = q + 4 * n;
-    P->have_pts = 1;
     return FMM_OK;
 }
 

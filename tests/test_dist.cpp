@@ -222,11 +222,10 @@ static double norm2(const std::vector<double> &v) {
     return std::sqrt(s);
 }
 
-// 1-4 ranks, three splits, neutral and charged, with the virial; depth chosen by the plan
-TEST(Dist, EqualsOneRankPeriodic) {
-    std::mt19937_64 rng(test_seed(1));
-    const Set sets[2] = {random_set(rng, 3000, 2.5, false), random_set(rng, 3000, 2.5, true)};
-    fmm_opts o = base_opts();
+// the two sets on 1-4 ranks, each split three ways (slabs, random, one rank empty), against one
+// one-rank plan of the distributed plans' order and depth, with the virial
+static void expect_equal_on_1_to_4_ranks(const Set (&sets)[2], const fmm_opts &o,
+                                         std::mt19937_64 &rng) {
     fmm_plan *one = nullptr;
     for (int k = 1; k <= 4; ++k) {
         std::vector<Case> cases;
@@ -242,6 +241,14 @@ TEST(Dist, EqualsOneRankPeriodic) {
         }
     }
     fmm_destroy(one);
+}
+
+// 1-4 ranks, three splits, neutral and charged, with the virial; depth chosen by the plan
+TEST(Dist, EqualsOneRankPeriodic) {
+    std::mt19937_64 rng(test_seed(1));
+    const Set sets[2] = {random_set(rng, 3000, 2.5, false), random_set(rng, 3000, 2.5, true)};
+    fmm_opts o = base_opts();
+    expect_equal_on_1_to_4_ranks(sets, o, rng);
 }
 
 // forced depths (depth 1: every leaf touches every other) and the vacuum boundary, 3 ranks
@@ -270,21 +277,7 @@ TEST(Dist, EqualsOneRankOpen) {
     const Set sets[2] = {random_set(rng, 2500, 3.0, false), random_set(rng, 2500, 3.0, true)};
     fmm_opts o = base_opts();
     o.periodic = 0;
-    fmm_plan *one = nullptr;
-    for (int k = 1; k <= 4; ++k) {
-        std::vector<Case> cases;
-        for (const Set &s : sets)
-            for (Split how : {SLABS, RANDOM, ONE_EMPTY})
-                cases.push_back({&s, split(s, k, how, rng)});
-        std::vector<Out> d = run_dist(cases, k, o, true);
-        for (size_t c = 0; c < cases.size(); ++c) {
-            SCOPED_TRACE("ranks " + std::to_string(k) + " case " + std::to_string(c));
-            if (d[c].rc) continue;
-            if (!one) one = one_rank_plan(o, d[c].info, sets[0].L);
-            expect_equal(d[c], run_one(one, *cases[c].s, true), *cases[c].s, true);
-        }
-    }
-    fmm_destroy(one);
+    expect_equal_on_1_to_4_ranks(sets, o, rng);
     o.order = 0, o.tolerance = 1e-5;
     std::vector<Out> d = run_dist({{&sets[1], split(sets[1], 3, RANDOM, rng)}}, 3, o, false);
     ASSERT_EQ(d[0].rc, FMM_OK);
