@@ -135,7 +135,9 @@ typedef struct fmm_rbf_result {
     double max_residual; /* max_i |f_i - s(x_i)| / max_i |f_i| (plain max|r| if f = 0),
                             recomputed with a fresh mat-vec at the end; for the series
                             and BLDTT, that of the approximate operator plus e (above); after
-                            the dense fallback, from the exact direct sum */
+                            the dense fallback, from the direct sum (long double) plus a
+                            bound on its kernel values' rounding: an upper bound on the
+                            exact residual at the caller's coordinates */
     double time_setup_s; /* fmm_rbf_setpts time: k-d tree, L-sets, local solves */
     double time_fit_s;   /* this fmm_rbf_execute */
     double time_matvec_s;/* of which in mat-vecs */

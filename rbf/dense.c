@@ -24,6 +24,7 @@
  * rows by 2 SIMD vectors of columns at a time. Every entry is updated in a fixed order, so the
  * factors do not depend on the thread count. Rows are padded with zero columns to whole pairs of
  * vectors (updates leave the padding zero). */
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -187,14 +188,12 @@ static int dense_build(const fmm_rbf_plan *p, rbf_dense **out) {
     return 0;
 }
 
-/* out = b - A z (b NULL: out = A z) for the saddle-point matrix A (order n + 1): the kernel
- * values in double, as every mat-vec of the library computes them, their products summed in
- * long double. In double the rounding of such a sum, some u sum_j |lambda_j phi_ij|, is of the
- * tolerance's order where the fallback is needed (sum |lambda| ~ 1e8 - 1e9 max|f| on the
- * clustered sets of RbfDense.FitWhereFgpFails) and would hide the residual that the
- * refinement is to remove; x87's 64-bit significand puts it 2^11 lower (where long double is
- * double the refinement gains less, and the check is still true to the sum's precision). */
-static void matvec_ld(const fmm_rbf_plan *p, const double *b, const double *z, double *out) {
+/* out = A z for the saddle-point matrix A (order n + 1), GMRES's operator: the kernel values in
+ * double, as every mat-vec of the library computes them, their products summed in long double
+ * (in double the rounding of such a sum, some u sum_j |lambda_j phi_ij|, is of the tolerance's
+ * order where the fallback is needed: sum |lambda| ~ 1e8 - 1e9 max|f| on the clustered sets of
+ * RbfDense.FitWhereFgpFails). */
+static void matvec_ld(const fmm_rbf_plan *p, const double *z, double *out) {
     const long n = p->n;
 #pragma omp parallel for schedule(static) num_threads(p->threads)
     for (long i = 0; i <= n; ++i) {
@@ -208,8 +207,48 @@ static void matvec_ld(const fmm_rbf_plan *p, const double *b, const double *z, d
             }
             acc += z[n];
         }
-        out[i] = b ? (double)((long double)b[i] - acc) : (double)acc;
+        out[i] = (double)acc;
     }
+}
+
+/* The residual r = b - A z that the fit is judged by, rows 0 .. n-1, and for each a bound e_i on
+ * |r_i - exact r_i|. Kernel values, products and sums in long double (unit v), the sums in blocks
+ * of RBF_RES_BLOCK terms: e_i = (RBF_RES_BLOCK + n / RBF_RES_BLOCK + 8) v sum_j |z_j phi_ij|
+ * + u |r_i|. Kernel values in double would be within 4u of the exact ones, and on these systems
+ * that is of the tolerance's order: the same coefficients measured with kernel values rounded
+ * otherwise (another build's contraction into fused multiply-adds) gave residuals 3x apart, one
+ * side of 1e-8 and the other. In long double (x87: v = u / 2048) the bound is 1e-3 - 1e-2 of
+ * the tolerance on those sets. */
+#define RBF_RES_BLOCK 64
+static void residual_checked(const fmm_rbf_plan *p, const double *b, const double *z, double *r,
+                             double *e) {
+    const long n = p->n;
+    const long double c = ldexp(p->o.shape, -p->lexp), c2 = c * c;
+    const double v = LDBL_EPSILON / 2,
+                 k = (RBF_RES_BLOCK + (double)n / RBF_RES_BLOCK + 8) * v;
+#pragma omp parallel for schedule(static) num_threads(p->threads)
+    for (long i = 0; i < n; ++i) {
+        long double acc = z[n];
+        double mag = fabs(z[n]);
+        for (long j0 = 0; j0 < n; j0 += RBF_RES_BLOCK) {
+            const long j1 = j0 + RBF_RES_BLOCK < n ? j0 + RBF_RES_BLOCK : n;
+            long double blk = 0;
+            for (long j = j0; j < j1; ++j) {
+                const long double dx = (long double)p->x[i] - p->x[j],
+                                  dy = (long double)p->y[i] - p->y[j],
+                                  dz = (long double)p->z[i] - p->z[j];
+                const long double t = z[j] * sqrtl(dx * dx + dy * dy + dz * dz + c2);
+                blk += t;
+                mag += fabsl(t);
+            }
+            acc += blk;
+        }
+        r[i] = (double)((long double)b[i] - acc);
+        e[i] = k * mag + 0x1p-53 * fabs(r[i]);
+    }
+    long double side = 0; /* row n: b_n - sum_j z_j, for the refinement */
+    for (long j = 0; j < n; ++j) side += z[j];
+    r[n] = (double)((long double)b[n] - side), e[n] = 0;
 }
 
 /* Flexible GMRES, RBF_GMRES_M steps, on A M^-1 y = r (M = the LU factors), y from 0: the
@@ -235,7 +274,7 @@ static void gmres(const fmm_rbf_plan *p, const double *r, double *d, double *wor
         double *z = Z + j * N;
         memcpy(z, V + j * N, sizeof(double) * N);
         lu_solve(p->dense, z);
-        matvec_ld(p, NULL, z, w);
+        matvec_ld(p, z, w);
         for (int k = 0; k <= j; ++k) { /* modified Gram-Schmidt */
             double h = 0;
             for (long i = 0; i < N; ++i) h += w[i] * V[k * N + i];
@@ -276,10 +315,11 @@ int rbf_dense_fit(fmm_rbf_plan *p, int nw, const double *f, const double *thr, d
         int rc = dense_build(p, &p->dense);
         if (rc) return rc;
     }
-    /* x = [lambda; alpha], b = [f; 0], the residual r, the correction d, GMRES's vectors */
-    double *buf = malloc(sizeof(double) * N * (4 + 2 * RBF_GMRES_M + 2));
+    /* x = [lambda; alpha], b = [f; 0], the residual r and its rounding bound e, the correction
+       d, GMRES's vectors */
+    double *buf = malloc(sizeof(double) * N * (5 + 2 * RBF_GMRES_M + 2));
     if (!buf) return FMM_ERR_NOMEM;
-    double *x = buf, *b = x + N, *r = b + N, *d = r + N, *work = d + N;
+    double *x = buf, *b = x + N, *r = b + N, *e = r + N, *d = e + N, *work = d + N;
     int rc = 0;
     for (int k = 0; k < nw; ++k) {
         memcpy(b, f + k * n, sizeof(double) * n);
@@ -287,18 +327,20 @@ int rbf_dense_fit(fmm_rbf_plan *p, int nw, const double *f, const double *thr, d
         memcpy(x, b, sizeof(double) * N);
         lu_solve(p->dense, x);
         rmax[k] = INFINITY;
-        /* refine while the residual is above the tolerance and falls: each step one GMRES
-           correction from the residual in long double */
+        /* refine while the residual's bound is above the tolerance and falls: each step one
+           GMRES correction from the residual in long double */
         for (int step = 0; step <= RBF_DENSE_STEPS; ++step) {
-            matvec_ld(p, b, x, r);
+            residual_checked(p, b, x, r, e);
             double lo = INFINITY, hi = -INFINITY, m = 0;
             for (long i = 0; i < n; ++i) lo = r[i] < lo ? r[i] : lo, hi = r[i] > hi ? r[i] : hi;
-            /* alpha shifted so that max|r| is least, as in the FGP iteration */
+            /* alpha shifted so that max|r| is least, as in the FGP iteration; m bounds the exact
+               residual: |r_i| and e_i, and the roundings of the shift, u (|alpha| + |r_i|) */
             const double om = 0.5 * (lo + hi);
             x[n] += om;
             for (long i = 0; i < n; ++i) {
                 r[i] -= om;
-                m = fabs(r[i]) > m ? fabs(r[i]) : m;
+                const double ri = fabs(r[i]) + e[i] + 0x1p-53 * (fabs(x[n]) + fabs(r[i]));
+                m = ri > m ? ri : m;
             }
             if (!(m < rmax[k])) break; /* no better (or NaN): keep the best */
             rmax[k] = m;

@@ -67,19 +67,24 @@ double max_abs(const std::vector<double> &v) {
     return m;
 }
 
-/* s at points y by the direct sum (independent of the library) */
+/* s at points y by the direct sum (independent of the library), kernel values and sums in long
+   double: where sum |lambda| is 1e9 max|f| (RbfDense), kernel values rounded to double would
+   move s by about the tolerance */
 std::vector<double> direct_eval(const std::vector<double> &x, const std::vector<double> &lam,
                                 double alpha, double c, const std::vector<double> &y) {
     long n = (long)lam.size(), m = (long)y.size() / 3;
     std::vector<double> s(m);
+    const long double c2 = (long double)c * c;
 #pragma omp parallel for
     for (long k = 0; k < m; ++k) {
         long double acc = 0;
         for (long i = 0; i < n; ++i) {
-            double dx = y[3 * k] - x[3 * i], dy = y[3 * k + 1] - x[3 * i + 1], dz = y[3 * k + 2] - x[3 * i + 2];
-            acc += (long double)lam[i] * std::sqrt(dx * dx + dy * dy + dz * dz + c * c);
+            const long double dx = (long double)y[3 * k] - x[3 * i],
+                              dy = (long double)y[3 * k + 1] - x[3 * i + 1],
+                              dz = (long double)y[3 * k + 2] - x[3 * i + 2];
+            acc += lam[i] * sqrtl(dx * dx + dy * dy + dz * dz + c2);
         }
-        s[k] = (double)acc + alpha;
+        s[k] = (double)(acc + alpha);
     }
     return s;
 }
@@ -1193,8 +1198,10 @@ std::vector<double> clustered_in_cube(long n, long ncl, double wcl, uint64_t see
 // Issue 33, defect 10: 1500 centres, 300 of them in a tight cluster, c = 0.3, tolerance 1e-8.
 // The FGP iteration fails where an LU of the same system solves it; the fit falls back to its
 // dense LU solve and says so, and its residual is checked here at every centre with an
-// independent sum (long double, as the fallback's own check: a double sum's rounding is of the
-// tolerance's order on such sets, sum |lambda| being 1e5 - 1e9 max|f|). Three sets, each with a
+// independent sum, kernel values included in long double (sum |lambda| being 1e5 - 1e9 max|f|,
+// kernel values rounded to double move the residual by about the tolerance: the fallback's own
+// check adds a bound on that rounding, so that what it reports bounds the exact residual at the
+// caller's coordinates). Three sets, each with a
 // fresh random cluster:
 // - a cluster of width 0.1 (c = 3 widths): FGP stalls (500 iterations at ~1e-6); the fallback
 //   met the tolerance with a margin (at most 3e-11 over 30 seeds);
