@@ -224,8 +224,7 @@ static void residual_checked(const fmm_rbf_plan *p, const double *b, const doubl
                              double *e) {
     const long n = p->n;
     const long double c = ldexp(p->o.shape, -p->lexp), c2 = c * c;
-    const double v = LDBL_EPSILON / 2,
-                 k = (RBF_RES_BLOCK + (double)n / RBF_RES_BLOCK + 8) * v;
+    const double v = LDBL_EPSILON / 2, k = (RBF_RES_BLOCK + (double)n / RBF_RES_BLOCK + 8) * v;
 #pragma omp parallel for schedule(static) num_threads(p->threads)
     for (long i = 0; i < n; ++i) {
         long double acc = z[n];
