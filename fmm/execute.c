@@ -208,6 +208,11 @@ static int evaluate(fmm_plan *P, const void *q, int charged, int qexp, void *phi
         if (qh) qh[i] = t->perm[i] < nout ? P->q[i] : 0.0;
     }
     if (P->is_cell && P->virial) memset(P->fimg, 0, sizeof(double) * 3 * (size_t)P->nimg);
+    /* the far pairs' terms of the virial about its origin (a distributed rank's periodic origin
+       is fmm/dist.c's, of all ranks' particles) */
+    P->vpairs = virial != NULL;
+    memset(P->vpair, 0, sizeof P->vpair);
+    if (virial && !(P->dist && P->opts.periodic)) fmm_virial_point(P, P->vorg);
     if (rc == FMM_OK || P->dist) rc = fmm_upward(P, rc);
     if (rc == FMM_OK) rc = fmm_interactions(P);
     if (rc == FMM_OK && P->is_cell) {
@@ -228,7 +233,7 @@ static int evaluate(fmm_plan *P, const void *q, int charged, int qexp, void *phi
     }
     double ehome = 0.0; /* the energy of the particles whose outputs this plan writes */
     if (rc == FMM_OK) {
-        const double *c = t->box[0].c, *qo = fmm_home_charges(P);
+        const double *qo = fmm_home_charges(P);
 #pragma omp parallel num_threads(nt)
         {
             double *u = uslot + omp_get_thread_num();
@@ -248,15 +253,10 @@ static int evaluate(fmm_plan *P, const void *q, int charged, int qexp, void *phi
         if (virial && P->opts.periodic) {
             if (!P->dist) rc = fmm_periodic_virial_cpu(P, virial); /* a rank's: below */
         } else if (virial) {
-            /* open boundary: W_ab = sum_i q_i E_i,a (x_i - c)_b, symmetrised, c the centre of the
-               particles' bounding cube (a distributed rank: its home particles' part) */
-            double Wv[9] = {0};
-            for (long i = 0; i < n; ++i) {
-                const double E[3] = {P->ex[i], P->ey[i], P->ez[i]};
-                const double r[3] = {t->x[i] - c[0], t->y[i] - c[1], t->z[i] - c[2]};
-                for (int a = 0; a < 3; ++a)
-                    for (int b = 0; b < 3; ++b) Wv[3 * a + b] += qo[i] * E[a] * r[b];
-            }
+            /* open boundary: W_ab = sum_i q_i E_i,a (x_i - c)_b - vpair, symmetrised, c the centre
+               of the particles' bounding cube (a distributed rank: its home particles' part) */
+            double Wv[9];
+            fmm_virial_sum(P, qo, Wv);
             for (int a = 0; a < 3; ++a)
                 for (int b = 0; b < 3; ++b)
                     virial[3 * a + b] = 0.5 * (Wv[3 * a + b] + Wv[3 * b + a]);

@@ -53,6 +53,10 @@ struct fmm_plan {
     double far_c0;   /* with vtab: pbc_far_self_potential() (unit cube) */
     int virial;      /* this evaluation also gathers the forces per periodic image */
     double fshift[81]; /* [27][3] total force on the cell from the sources of each image */
+    int vpairs;        /* CPU, a virial asked: this evaluation gathers vpair about vorg */
+    double vorg[3];    /* the origin g of the virial's sum F_i (x) (x_i - g) (fmm_virial_point) */
+    double vpair[9];   /* the far pairs' terms of m2l/m2l_cpu.h (m2l_virial): the virial is
+                          sum_i F_i (x) (x_i - g) - vpair (fmm/periodic.c) */
     double *bg;        /* periodic: multipole of a unit charge spread over the unit cube */
     double *near_op;   /* periodic: the 26 nearest images as one root M2L, [ncoef][ncoef] */
     int compact;       /* CPU, periodic, one leaf: the cell is centred on compact charges and the
@@ -153,6 +157,12 @@ void fmm_charge_moments(const fmm_plan *P, const double *q, double m[6]);
 void fmm_periodic_apply(fmm_plan *P, const double m[6]);
 void fmm_periodic_corrections(fmm_plan *P);
 void fmm_virial_origin(const double lo[3], const double hi[3], const double c[3], double g[3]);
+/* fmm/periodic.c: the origin of the virial's sum for this plan's particles: the root's centre for
+ * an open boundary, fmm_virial_origin of their extent for a periodic cell */
+void fmm_virial_point(const fmm_plan *P, double g[3]);
+/* fmm/periodic.c: FY = sum_i F_i (x) (x_i - g) - vpair, F_i = q_i E_i (q: tree order) and g the
+ * plan's vorg, after an evaluation that gathered vpair */
+void fmm_virial_sum(const fmm_plan *P, const double *q, double FY[9]);
 void fmm_cell_corrections(fmm_plan *P);
 void fmm_periodic_virial(int p, double L, int tinfoil, const double *w, const double *vtab,
                          double c0, const double FY[9], const double fshift[81], const double D[3],

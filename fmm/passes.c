@@ -119,30 +119,40 @@ static int direct_cheaper(const fmm_plan *P, long n) {
     return 2 * n < P->ncoef;
 }
 
-/* With the virial, the image forces of the X lists and of the leaves are gathered per chunk of
- * boxes (XCHUNK) or leaves (LCHUNK) and added in chunk order: the same sums on every run whatever
- * thread takes which chunk (core/reduce.h). */
+/* With the virial, the image forces (81 slots) and the far pairs' terms (9, m2l/m2l_cpu.h) of the
+ * X lists and of the leaves are gathered per chunk of boxes (XCHUNK) or leaves (LCHUNK) and added
+ * in chunk order: the same sums on every run whatever thread takes which chunk (core/reduce.h). */
 #define XCHUNK 16
 #define LCHUNK 4
+#define VSLOTS 90
 
-/* fshift += the nch chunks' image forces fsc[nch][81], in chunk order; frees fsc */
-static void add_chunk_forces(fmm_plan *P, double *fsc, int nch) {
+/* scratch of nch chunks' virial terms, or NULL where the evaluation gathers none (*fail: out of
+   memory) */
+static double *chunk_terms(const fmm_plan *P, int nch, int *fail) {
+    double *fsc = P->virial || P->vpairs ? calloc(VSLOTS * (size_t)nch, sizeof(double)) : NULL;
+    *fail = (P->virial || P->vpairs) && !fsc;
+    return fsc;
+}
+
+/* fshift and vpair += the nch chunks' terms fsc[nch][VSLOTS], in chunk order; frees fsc */
+static void add_chunk_terms(fmm_plan *P, double *fsc, int nch) {
     if (!fsc) return;
-    double sum[81];
-    fmm_sum_slots(fsc, nch, 81, sum);
+    double sum[VSLOTS];
+    fmm_sum_slots(fsc, nch, VSLOTS, sum);
     for (int k = 0; k < 81; ++k) P->fshift[k] += sum[k];
+    for (int k = 0; k < 9; ++k) P->vpair[k] += sum[81 + k];
     free(fsc);
 }
 
 /* The V lists of one level. A distributed rank's home boxes go in two parts: those it owns with
- * their image forces (virial), then the others without, so that each box's image forces count
- * once over the ranks (fmm_dist_rank). */
+ * their virial terms, then the others without, so that each box's terms count once over the
+ * ranks (fmm_dist_rank). */
 static int m2l_level(fmm_plan *P, int level) {
-    double *fs = P->virial ? P->fshift : NULL;
-    if (!P->dist) return m2l_cpu_level(&P->ops, &P->tree, level, P->W, P->U, fs);
+    const m2l_virial v = {P->virial ? P->fshift : NULL, P->vpairs ? P->vpair : NULL, P->vorg};
+    if (!P->dist) return m2l_cpu_level_virial(&P->ops, &P->tree, level, P->W, P->U, &v);
     octree part = P->tree;
     part.V = P->dist->vown;
-    int rc = m2l_cpu_level(&P->ops, &part, level, P->W, P->U, fs);
+    int rc = m2l_cpu_level_virial(&P->ops, &part, level, P->W, P->U, &v);
     part.V = P->dist->vshared;
     return rc ? rc : m2l_cpu_level(&P->ops, &part, level, P->W, P->U, NULL);
 }
@@ -170,33 +180,37 @@ int fmm_interactions(fmm_plan *P) {
     /* X list: particles of coarser leaves straight into the local expansion, unless the box has
      * so few particles that its leaves take those particles as pairs (fmm_leaves()) */
     const int nch = (t->nbox + XCHUNK - 1) / XCHUNK;
-    double *fsc = P->virial ? calloc(81 * (size_t)nch, sizeof(double)) : NULL;
-    if (P->virial && !fsc) return FMM_ERR_NOMEM;
+    int fail;
+    double *fsc = chunk_terms(P, nch, &fail);
+    if (fail) return FMM_ERR_NOMEM;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int ch = 0; ch < nch; ++ch)
         for (int b = ch * XCHUNK; b < t->nbox && b < (ch + 1) * XCHUNK; ++b) {
             const oct_box *B = &t->box[b];
-            double tmp[HARM_NPAD_MAX], *fs = fsc ? fsc + 81 * (size_t)ch : NULL;
+            double tmp[HARM_NPAD_MAX], *fs = fsc ? fsc + VSLOTS * (size_t)ch : NULL;
             if (direct_cheaper(P, B->end - B->begin) || !fmm_home_box(P, b)) continue;
+            /* a distributed rank takes the pair terms of the boxes it owns (m2l_level) */
+            const int pair = P->vpairs && fmm_owned_box(P, b);
             for (long e = t->X.start[b]; e < t->X.start[b + 1]; ++e) {
                 const oct_box *C = &t->box[t->X.box[e]];
                 double s[3], c[3], h = box_side(t, B->level);
                 int code = t->X.aux[e], tag = P->virial && code != OCT_NOSHIFT;
                 image_shift(t, code, s);
                 for (int d = 0; d < 3; ++d) c[d] = B->c[d] - s[d];
-                double *u = tag ? tmp : P->U + (size_t)b * np;
-                if (tag) memset(tmp, 0, sizeof(double) * np);
+                double *u = tag || pair ? tmp : P->U + (size_t)b * np;
+                if (tag || pair) memset(tmp, 0, sizeof(double) * np);
                 harm_p2l(P->p, h, c, C->end - C->begin, t->x + C->begin, t->y + C->begin,
                          t->z + C->begin, P->q + C->begin, u);
-                if (tag) {
+                if (tag || pair) {
                     double F[3];
                     harm_local_force(P->p, h, tmp, 1, P->W + (size_t)b * np, F);
-                    for (int a = 0; a < 3; ++a) fs[3 * code + a] += F[a];
+                    for (int a = 0; tag && a < 3; ++a) fs[3 * code + a] += F[a];
+                    if (pair) m2l_pair_virial(B->c, C->c, P->vorg, F, fs + 81);
                     for (int k = 0; k < np; ++k) P->U[(size_t)b * np + k] += tmp[k];
                 }
             }
         }
-    add_chunk_forces(P, fsc, nch);
+    add_chunk_terms(P, fsc, nch);
     return FMM_OK;
 }
 
@@ -208,52 +222,65 @@ int fmm_downward(fmm_plan *P) {
     return FMM_OK;
 }
 
-/* Near field of image sources kept apart (virial): evaluate into scratch, add, and record the
- * total force q.E on the leaf's charges under the image's shift code. */
-static void tagged_add(long m, const double *q, double *buf, double *phi, double *ex, double *ey,
-                       double *ez, double *fs, int code) {
-    double *bp = buf, *bx = buf + m, *by = buf + 2 * m, *bz = buf + 3 * m;
+/* Sources kept apart for the virial: their outputs, evaluated into scratch, added to the leaf's,
+ * and their total force F = sum q.E on the leaf's charges. */
+static void tagged_add(long m, const double *q, const double *buf, double *phi, double *ex,
+                       double *ey, double *ez, double F[3]) {
+    const double *bp = buf, *bx = buf + m, *by = buf + 2 * m, *bz = buf + 3 * m;
+    F[0] = F[1] = F[2] = 0.0;
     for (long i = 0; i < m; ++i) {
         phi[i] += bp[i], ex[i] += bx[i], ey[i] += by[i], ez[i] += bz[i];
-        fs[3 * code] += q[i] * bx[i], fs[3 * code + 1] += q[i] * by[i],
-            fs[3 * code + 2] += q[i] * bz[i];
+        F[0] += q[i] * bx[i], F[1] += q[i] * by[i], F[2] += q[i] * bz[i];
     }
 }
 
-/* A leaf's targets and outputs in the near field (fmm_leaves); buf and fs with the virial only */
+/* A leaf's targets and outputs (fmm_leaves); buf and fs with the virial only */
 typedef struct leaf_out {
-    long m;
+    const oct_box *B;
     const double *x, *y, *z, *qs;
     double *phi, *ex, *ey, *ez, *buf, *fs;
 } leaf_out;
 
-/* The pairs of the leaf's targets with the particles of box C under image shift `code`, tagged
- * by the shift where the virial gathers the image forces (tagged_add) */
-static void near_pairs(const fmm_plan *P, const leaf_out *L, const oct_box *C, int code) {
+/* The sources of box C under image shift `code` into the leaf's outputs: through C's multipole
+ * (m2p: a W list's far box) or as pairs. Kept apart in buf where the virial gathers their force
+ * on the leaf's (home) charges: under the shift's code (the image forces), and for the multipole
+ * as a far pair's term (m2l_pair_virial). */
+static void leaf_sources(const fmm_plan *P, const leaf_out *L, int c, int code, int m2p) {
     const octree *t = &P->tree;
-    const long m = L->m;
-    const int tag = L->buf && code != OCT_NOSHIFT;
-    double s[3];
+    const oct_box *C = &t->box[c];
+    const long m = L->B->end - L->B->begin;
+    const int tag = P->virial && code != OCT_NOSHIFT, pair = P->vpairs && m2p, apart = tag || pair;
+    double s[3], *bp = apart ? L->buf : L->phi, *bx = apart ? L->buf + m : L->ex,
+                 *by = apart ? L->buf + 2 * m : L->ey, *bz = apart ? L->buf + 3 * m : L->ez;
     image_shift(t, code, s);
-    if (tag) memset(L->buf, 0, sizeof(double) * 4 * m);
-    p2p(m, L->x, L->y, L->z, C->end - C->begin, t->x + C->begin, t->y + C->begin, t->z + C->begin,
-        P->q + C->begin, s, tag ? L->buf : L->phi, tag ? L->buf + m : L->ex,
-        tag ? L->buf + 2 * m : L->ey, tag ? L->buf + 3 * m : L->ez);
-    if (tag) tagged_add(m, L->qs, L->buf, L->phi, L->ex, L->ey, L->ez, L->fs, code);
+    if (apart) memset(L->buf, 0, sizeof(double) * 4 * m);
+    if (m2p) {
+        const double cs[3] = {C->c[0] + s[0], C->c[1] + s[1], C->c[2] + s[2]};
+        harm_m2p(P->p, box_side(t, C->level), cs, P->W + (size_t)c * P->npad, m, L->x, L->y, L->z,
+                 bp, bx, by, bz);
+    } else {
+        p2p(m, L->x, L->y, L->z, C->end - C->begin, t->x + C->begin, t->y + C->begin,
+            t->z + C->begin, P->q + C->begin, s, bp, bx, by, bz);
+    }
+    if (!apart) return;
+    double F[3];
+    tagged_add(m, L->qs, L->buf, L->phi, L->ex, L->ey, L->ez, F);
+    for (int a = 0; tag && a < 3; ++a) L->fs[3 * code + a] += F[a];
+    if (pair) m2l_pair_virial(L->B->c, C->c, P->vorg, F, L->fs + 81);
 }
 
 int fmm_leaves(fmm_plan *P) {
     const octree *t = &P->tree;
     const int np = P->npad;
     const int nch = (t->nleaf + LCHUNK - 1) / LCHUNK;
-    double *fsc = P->virial ? calloc(81 * (size_t)nch, sizeof(double)) : NULL;
-    if (P->virial && !fsc) return FMM_ERR_NOMEM;
-    int fail = 0;
+    int fail;
+    double *fsc = chunk_terms(P, nch, &fail);
+    if (fail) return FMM_ERR_NOMEM;
 #pragma omp parallel for schedule(dynamic, 1) reduction(| : fail)
     for (int ch = 0; ch < nch; ++ch)
         for (int i = ch * LCHUNK; i < t->nleaf && i < (ch + 1) * LCHUNK; ++i) {
             int b = t->leaves[i];
-            double *fs = fsc ? fsc + 81 * (size_t)ch : NULL;
+            double *fs = fsc ? fsc + VSLOTS * (size_t)ch : NULL;
             const oct_box *B = &t->box[b];
             long s0 = B->begin, m = B->end - B->begin;
             const double *x = t->x + s0, *y = t->y + s0, *z = t->z + s0;
@@ -264,46 +291,32 @@ int fmm_leaves(fmm_plan *P) {
             if (B->level >= 2 || t->periodic || P->is_cell)
                 harm_l2p(P->p, box_side(t, B->level), B->c, P->U + (size_t)b * np, m, x, y, z, phi,
                          ex, ey, ez);
-            double *buf = P->virial ? calloc(4 * (size_t)m, sizeof(double)) : NULL;
-            if (P->virial && !buf) {
+            double *buf = fsc ? calloc(4 * (size_t)m, sizeof(double)) : NULL;
+            if (fsc && !buf) {
                 fail = 1;
                 continue;
             }
-            /* the image-tagged buffers exist only for the virial (no offsets of a NULL buf) */
-            double *bp = buf, *bx = buf ? buf + m : NULL, *by = buf ? buf + 2 * m : NULL,
-                   *bz = buf ? buf + 3 * m : NULL;
-            const double *qs = fmm_home_charges(P) + s0; /* the image forces on home targets */
-            const leaf_out L = {m, x, y, z, qs, phi, ex, ey, ez, buf, fs};
+            const double *qs = fmm_home_charges(P) + s0; /* the forces on home targets */
+            const leaf_out L = {B, x, y, z, qs, phi, ex, ey, ez, buf, fs};
             for (long e = t->W.start[b]; e < t->W.start[b + 1]; ++e) {
-                const oct_box *C = &t->box[t->W.box[e]];
-                double s[3], c[3];
-                int code = t->W.aux[e], tag = buf && code != OCT_NOSHIFT;
-                image_shift(t, code, s);
-                for (int d = 0; d < 3; ++d) c[d] = C->c[d] + s[d];
-                if (tag) memset(buf, 0, sizeof(double) * 4 * m);
-                if (direct_cheaper(P, C->end - C->begin))
-                    p2p(m, x, y, z, C->end - C->begin, t->x + C->begin, t->y + C->begin,
-                        t->z + C->begin, P->q + C->begin, s, tag ? bp : phi, tag ? bx : ex,
-                        tag ? by : ey, tag ? bz : ez);
-                else
-                    harm_m2p(P->p, box_side(t, C->level), c, P->W + (size_t)t->W.box[e] * np, m, x,
-                             y, z, tag ? bp : phi, tag ? bx : ex, tag ? by : ey, tag ? bz : ez);
-                if (tag) tagged_add(m, qs, buf, phi, ex, ey, ez, fs, code);
+                const int c = t->W.box[e];
+                leaf_sources(P, &L, c, t->W.aux[e],
+                             !direct_cheaper(P, t->box[c].end - t->box[c].begin));
             }
             /* the X lists of this leaf and its ancestors that fmm_interactions() left to the pairs
              */
             for (int a = b; a >= 0; a = t->box[a].parent) {
                 if (!direct_cheaper(P, t->box[a].end - t->box[a].begin)) continue;
                 for (long e = t->X.start[a]; e < t->X.start[a + 1]; ++e)
-                    near_pairs(P, &L, &t->box[t->X.box[e]], t->X.aux[e]);
+                    leaf_sources(P, &L, t->X.box[e], t->X.aux[e], 0);
             }
             for (long e = t->U.start[b]; e < t->U.start[b + 1]; ++e) {
                 const int code = t->U.aux[e];
                 if (P->compact && code != OCT_NOSHIFT) continue; /* by M2L at the root instead */
-                near_pairs(P, &L, &t->box[t->U.box[e]], code);
+                leaf_sources(P, &L, t->U.box[e], code, 0);
             }
             free(buf);
         }
-    add_chunk_forces(P, fsc, nch);
+    add_chunk_terms(P, fsc, nch);
     return fail ? FMM_ERR_NOMEM : FMM_OK;
 }

@@ -173,23 +173,46 @@ void fmm_virial_origin(const double lo[3], const double hi[3], const double c[3]
         for (int d = 0; d < 3; ++d) g[d] = c[d];
 }
 
-/* CPU pieces of the periodic virial: sum_i F_i (x) (x_i - g) and the moments about the centre */
-int fmm_periodic_virial_cpu(fmm_plan *P, double *Wout) {
+void fmm_virial_point(const fmm_plan *P, double g[3]) {
     const octree *t = &P->tree;
     const double *c = t->box[0].c, *xs[3] = {t->x, t->y, t->z};
-    double lo[3], hi[3], g[3];
+    if (!P->opts.periodic) {
+        memcpy(g, c, 3 * sizeof(double));
+        return;
+    }
+    double lo[3], hi[3];
     for (int d = 0; d < 3; ++d) {
         lo[d] = hi[d] = xs[d][0];
         for (long i = 1; i < t->n; ++i)
             lo[d] = fmin(lo[d], xs[d][i]), hi[d] = fmax(hi[d], xs[d][i]);
     }
     fmm_virial_origin(lo, hi, c, g);
-    double FY[9] = {0}, m[6];
+}
+
+/* The far field's part of sum_i F_i (x) (x_i - g): per box A and far pair A <- C (M2L, P2L, M2P)
+ * it holds F(A <- C) (x) (c_A - g) plus box-relative terms. The pair form of the virial takes
+ * F(A <- C) (x) (c_A - c_C) / 2 instead, which agrees where F(C <- A) = -F(A <- C) but is not
+ * multiplied by the lever |c_A - g| / |c_A - c_C| where the expansions' forces miss Newton's
+ * third law by their truncation error (a close pair of deep boxes). The difference, summed over
+ * the pairs, is vpair (m2l/m2l_cpu.h); its image shifts cancel against the image forces' term of
+ * the periodic virial, so the same vpair serves the open and periodic virials. */
+void fmm_virial_sum(const fmm_plan *P, const double *q, double FY[9]) {
+    const octree *t = &P->tree;
+    const double *g = P->vorg, *xs[3] = {t->x, t->y, t->z};
+    for (int k = 0; k < 9; ++k) FY[k] = -P->vpair[k];
     for (long i = 0; i < t->n; ++i) {
-        const double F[3] = {P->q[i] * P->ex[i], P->q[i] * P->ey[i], P->q[i] * P->ez[i]};
+        const double F[3] = {q[i] * P->ex[i], q[i] * P->ey[i], q[i] * P->ez[i]};
         for (int a = 0; a < 3; ++a)
             for (int b = 0; b < 3; ++b) FY[3 * a + b] += F[a] * (xs[b][i] - g[b]);
     }
+}
+
+/* CPU pieces of the periodic virial: sum_i F_i (x) (x_i - g) - vpair and the moments about the
+   centre */
+int fmm_periodic_virial_cpu(fmm_plan *P, double *Wout) {
+    const octree *t = &P->tree;
+    double FY[9], m[6];
+    fmm_virial_sum(P, P->q, FY);
     fmm_charge_moments(P, P->q, m);
     const double *D = m + 2, S2 = m[5];
     const int tinfoil = P->opts.boundary == FMM_BOUNDARY_TINFOIL;

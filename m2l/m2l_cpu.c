@@ -18,16 +18,33 @@ static int v_shift(const octree *t, int level, int tgt, int src, int offset) {
     return code;
 }
 
+void m2l_pair_virial(const double cA[3], const double cC[3], const double g[3], const double F[3],
+                     double v[9]) {
+    for (int b = 0; b < 3; ++b) {
+        const double m = 0.5 * (cA[b] + cC[b]) - g[b];
+        for (int a = 0; a < 3; ++a) v[3 * a + b] += F[a] * m;
+    }
+}
+
 int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const double *W, double *U,
                   double *fshift) {
+    const m2l_virial v = {fshift, NULL, NULL};
+    return m2l_cpu_level_virial(ops, t, level, W, U, &v);
+}
+
+int m2l_cpu_level_virial(const m2l_operators *ops, const octree *t, int level, const double *W,
+                         double *U, const m2l_virial *v) {
     const int np = ops->npad;
     const int b0 = t->level_start[level], b1 = t->level_start[level + 1];
     const oct_list *V = &t->V;
-    /* the image forces per chunk of target boxes, added in chunk order after the pass: the same
-       sums whatever thread takes which chunk (core/reduce.h) */
-    const int nch = (b1 - b0 + CHUNK - 1) / CHUNK;
-    double *fch = fshift ? calloc(81 * (size_t)nch, sizeof(double)) : NULL;
-    if (fshift && !fch) return FMM_ERR_NOMEM;
+    double *fshift = v ? v->fshift : NULL, *pairs = v ? v->pairs : NULL;
+    /* the virial's terms per chunk of target boxes (81 image forces, 9 pair terms), added in
+       chunk order after the pass: the same sums whatever thread takes which chunk
+       (core/reduce.h) */
+    enum { NS = 90 };
+    const int nch = (b1 - b0 + CHUNK - 1) / CHUNK, terms = fshift || pairs;
+    double *fch = terms ? calloc(NS * (size_t)nch, sizeof(double)) : NULL;
+    if (terms && !fch) return FMM_ERR_NOMEM;
     int fail = 0;
 #pragma omp parallel reduction(| : fail)
     {
@@ -63,7 +80,7 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
                     continue;
                 }
             }
-            double *fl = fch ? fch + 81 * (size_t)((cb - b0) / CHUNK) : NULL;
+            double *fl = fch ? fch + NS * (size_t)((cb - b0) / CHUNK) : NULL;
             long cnt[M2L_NCLASS + 1] = {0};
             for (long e = V->start[cb]; e < V->start[ce]; ++e) cnt[ops->cls[V->aux[e]] + 1]++;
             for (int c = 0; c < M2L_NCLASS; ++c) cnt[c + 1] += cnt[c];
@@ -89,18 +106,21 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
                     int nc = (int)(cnt[c + 1] - e0 < PANEL_NB ? cnt[c + 1] - e0 : PANEL_NB);
                     panel_gather(np, W, nc, src + e0, flg + e0, ops->sign, C);
                     panel_apply(&op, C, B);
-                    if (fshift) /* total force of image sources on each target box */
-                        for (int j = 0; j < nc; ++j) {
-                            long e = e0 + j;
-                            int code = v_shift(t, level, tgt[e], src[e], off[e]);
-                            if (code == OCT_NOSHIFT) continue;
-                            double u[HARM_NPAD_MAX], F[3];
-                            const double *sg = ops->sign + flg[e] * np;
-                            for (int k = 0; k < ops->ncoef; ++k)
-                                u[k] = sg[k] * C[(size_t)k * PANEL_NB + j];
-                            harm_local_force(ops->p, h, u, 1, W + (size_t)tgt[e] * np, F);
+                    /* the net force of each translation on its target box's charges */
+                    for (int j = 0; terms && j < nc; ++j) {
+                        long e = e0 + j;
+                        int code = fshift ? v_shift(t, level, tgt[e], src[e], off[e]) : OCT_NOSHIFT;
+                        if (!pairs && code == OCT_NOSHIFT) continue;
+                        double u[HARM_NPAD_MAX], F[3];
+                        const double *sg = ops->sign + flg[e] * np;
+                        for (int k = 0; k < ops->ncoef; ++k)
+                            u[k] = sg[k] * C[(size_t)k * PANEL_NB + j];
+                        harm_local_force(ops->p, h, u, 1, W + (size_t)tgt[e] * np, F);
+                        if (code != OCT_NOSHIFT)
                             for (int a = 0; a < 3; ++a) fl[3 * code + a] += F[a];
-                        }
+                        if (pairs)
+                            m2l_pair_virial(t->box[tgt[e]].c, t->box[src[e]].c, v->g, F, fl + 81);
+                    }
                     /* one target may occur twice in a panel: the scatter adds in order */
                     panel_scatter_add(np, C, nc, tgt + e0, flg + e0, ops->sign, U);
                 }
@@ -109,9 +129,10 @@ int m2l_cpu_level(const m2l_operators *ops, const octree *t, int level, const do
         free(src), free(tgt), free(flg), free(off), free(B), free(C);
     }
     if (fch) {
-        double sum[81];
-        fmm_sum_slots(fch, nch, 81, sum);
-        for (int k = 0; k < 81; ++k) fshift[k] += sum[k];
+        double sum[NS];
+        fmm_sum_slots(fch, nch, NS, sum);
+        for (int k = 0; fshift && k < 81; ++k) fshift[k] += sum[k];
+        for (int k = 0; pairs && k < 9; ++k) pairs[k] += sum[81 + k];
         free(fch);
     }
     return fail ? FMM_ERR_NOMEM : 0;

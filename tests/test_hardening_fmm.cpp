@@ -5,8 +5,11 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <utility>
+#include <algorithm>
 #include <vector>
 
 #include "fmm.h"
@@ -220,6 +223,87 @@ TEST(TranslationSafeVirial, PeriodicCellMuchLargerThanTheCharges) {
     std::vector<double> xyz, q;
     random_set(g, 1000, 1.0, 0.0, xyz, q);
     expect_far_cluster_virial(xyz, q, {0.0, 0.3}, FMM_DEVICE_CPU, -1);
+}
+
+// ------------------------------------------------------------------------------ close pairs
+
+// nbg charges uniform in [0,1)^3 and a cluster of k within r of a random point of [0.25,0.75)^3,
+// net charge 0 (the vacuum and tin-foil boundaries agree then): with a leaf size of 2 the
+// adaptive tree goes some 20 levels down, where the cluster's boxes interact through expansions
+void clustered_set(std::mt19937_64 &g, long nbg, int k, double r, std::vector<double> &xyz,
+                   std::vector<double> &q) {
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    random_set(g, nbg, 1.0, 0.0, xyz, q);
+    double c[3];
+    for (double &v : c) v = 0.25 + 0.5 * u(g);
+    double s = 0;
+    for (int i = 0; i < k; ++i) {
+        for (int d = 0; d < 3; ++d) xyz.push_back(c[d] + r * (2 * u(g) - 1));
+        q.push_back(2 * u(g) - 1), s += q.back();
+    }
+    for (auto &v : q) v -= s / (double)q.size();
+}
+
+// The largest error of the FMM's virial component against the reference's (fmm_direct for an
+// open boundary, else fmm_ewald_cell in cell `h`), relative to 1/2 ||q|| ||phi_ref|| as in
+// tests/test_periodic_cells.cpp (W can be small by cancellation), and the tree's depth. A plan of
+// fmm_makeplan with the box diag(h) (kind 1: the cube or a brick) or of fmm_makeplan_cell (2).
+std::pair<double, int> clustered_virial_error(const std::vector<double> &xyz,
+                                              const std::vector<double> &q, int kind,
+                                              const double h[9], double tol) {
+    const long n = (long)q.size();
+    std::vector<double> phi(n);
+    double Wr[9], W[9];
+    const int rc = kind ? fmm_ewald_cell(n, xyz.data(), q.data(), h, 1e-12, phi.data(), nullptr,
+                                         nullptr, Wr, 0)
+                        : fmm_direct(n, xyz.data(), q.data(), phi.data(), nullptr, nullptr, Wr, 0);
+    EXPECT_EQ(rc, FMM_OK);
+    fmm_opts o;
+    fmm_default_opts(&o);
+    o.tolerance = tol, o.leaf_size = 2, o.periodic = kind != 0;
+    fmm_plan *p = nullptr;
+    const double box[3] = {h[0], h[4], h[8]};
+    EXPECT_EQ(kind == 2 ? fmm_makeplan_cell(&o, h, &p) : fmm_makeplan(&o, kind ? box : nullptr, &p),
+              FMM_OK);
+    fmm_info info{};
+    EXPECT_EQ(fmm_setpts(p, n, xyz.data()), FMM_OK);
+    EXPECT_EQ(fmm_execute(p, q.data(), nullptr, nullptr, nullptr, W), FMM_OK);
+    EXPECT_EQ(fmm_get_info(p, &info), FMM_OK);
+    fmm_destroy(p);
+    double qn = 0, pn = 0, dw = 0;
+    for (long i = 0; i < n; ++i) qn += q[i] * q[i], pn += phi[i] * phi[i];
+    for (int k = 0; k < 9; ++k) dw = std::max(dw, std::fabs(W[k] - Wr[k]));
+    return {dw / (0.5 * std::sqrt(qn * pn)), info.depth};
+}
+
+// Issue 33: the expansions' forces between the boxes of a close cluster deep in an adaptive tree
+// obey Newton's third law only to their truncation error; the virial's sum F_i (x) (x_i - g) took
+// that error times the lever |x_i - g| / r (about 1e6 here) until it used the far pairs'
+// box-relative form (fmm/periodic.c fmm_virial_sum). Open, the periodic cube, a 1:1:3 brick and a
+// triclinic cell (the cell path), each at two tolerances: within 10 times the tolerance, as the
+// cells' virials (tests/test_periodic_cells.cpp).
+TEST(CloseClusterVirial, DeepInAnAdaptiveTree) {
+    std::mt19937_64 g(test_seed());
+    const double cube[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, brick[9] = {1, 0, 0, 0, 1, 0, 0, 0, 3},
+                 tric[9] = {1, 0, 0, 0.3, 0.95, 0, -0.2, 0.4, 1.1};
+    const struct {
+        const char *name;
+        int kind;
+        const double *h;
+    } cases[] = {{"open", 0, cube},
+                 {"periodic cube", 1, cube},
+                 {"1:1:3 brick", 1, brick},
+                 {"triclinic cell", 2, tric}};
+    for (const auto &c : cases)
+        for (double tol : {1e-4, 1e-6}) {
+            std::vector<double> xyz, q;
+            clustered_set(g, 60, 40, 1e-6, xyz, q);
+            const auto [err, depth] = clustered_virial_error(xyz, q, c.kind, c.h, tol);
+            std::printf("%-15s tolerance %g depth %2d virial error %.2e\n", c.name, tol, depth,
+                        err);
+            EXPECT_GE(depth, 15) << c.name << ": not the deep tree this test is about";
+            EXPECT_LE(err, 10 * tol) << c.name << ", tolerance " << tol << ", depth " << depth;
+        }
 }
 
 // ------------------------------------------------------------------------------ defect 2
