@@ -8,7 +8,7 @@
 #  test:      $GMX (GROMACS main with the fmmlib backend, or 2022.5 with the FMM MDModule; default
 #             build-gromacs/install/bin/gmx) grompp -f systems/gromacs/mdp/rerun_fmm.mdp (2022.5:
 #             mdp/gmx2022/rerun_fmm.mdp) at the FMM tolerance FMM_TOLERANCE (default 1e-8),
-#             mdrun -ntmpi 1 -rerun SYSTEM.gro (fmm.trr).
+#             mdrun -ntmpi $NTMPI -rerun SYSTEM.gro (fmm.trr).
 # Compares the Coulomb energy (reference: Coulomb (SR) + Coul. recip. + Coulomb-14; FMM:
 # Coul. recip. + Coulomb-14 + Coulomb (SR), the last being zero) and LJ (SR) (a check that both
 # runs are otherwise identical) from `gmx_d energy -dp`, and the forces with compare_trr.py:
@@ -19,7 +19,8 @@
 # terms alone exceeds 1e-5 (bench/gromacs/results/README.md).
 # Writes OUTDIR/summary.txt (key value lines) and prints it; exit status 1 when energy
 # (1e-6 relative) or Coulomb forces (1e-5 relative RMS) miss the targets and CHECK=1 (default 1).
-# Environment: GMX, GMX_D (default gmx_d), NT (threads, default 2), CHECK.
+# Environment: GMX, GMX_D (default gmx_d), NT (threads per rank, default 2), NTMPI (thread-MPI
+# ranks of the FMM runs, default 1: more than one runs the backend's gathered evaluation), CHECK.
 set -euo pipefail
 [ $# -ge 3 ] || { sed -n '2,23p' "$0" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -31,6 +32,7 @@ TOL=${4:-1e-8}
 GMX=${GMX:-$REPO/build-gromacs/install/bin/gmx}
 GMX_D=${GMX_D:-gmx_d}
 NT=${NT:-2}
+NTMPI=${NTMPI:-1}
 CHECK=${CHECK:-1}
 MDP=$REPO/systems/gromacs/mdp
 mkdir -p "$OUT"
@@ -60,7 +62,7 @@ fi
 sed "s/^$TOL_KEY .*/$TOL_KEY = $TOL/" "$FMM_MDP" > fmm_in.mdp
 $GMX -quiet grompp -f fmm_in.mdp -c "$GRO" -p "$TOP" -o fmm.tpr -po fmm_mdout.mdp \
     > fmm_grompp.log 2>&1 || { tail -20 fmm_grompp.log; fail "FMM grompp failed"; }
-$GMX -quiet mdrun -ntmpi 1 -ntomp "$NT" -s fmm.tpr -rerun "$GRO" -deffnm fmm > fmm_mdrun.log 2>&1 \
+$GMX -quiet mdrun -ntmpi "$NTMPI" -ntomp "$NT" -s fmm.tpr -rerun "$GRO" -deffnm fmm > fmm_mdrun.log 2>&1 \
     || { tail -20 fmm_mdrun.log; fail "FMM mdrun failed"; }
 t2=$(date +%s.%N)
 
@@ -71,7 +73,7 @@ t2=$(date +%s.%N)
 sed 's/^epsilon-r .*/epsilon-r = 1e20/' "$MDP/rerun_pme_tight.mdp" > pme_noq_in.mdp
 sed -e 's/^epsilon-r .*/epsilon-r = 1e20/' -e "s/^$TOL_KEY .*/$TOL_KEY = 1e-3/" fmm_in.mdp > fmm_noq_in.mdp
 for side in pme fmm; do
-    G=$GMX; RUN=(-ntmpi 1 -ntomp "$NT")
+    G=$GMX; RUN=(-ntmpi "$NTMPI" -ntomp "$NT")
     [ $side = pme ] && { G=$GMX_D; RUN=(-nt "$NT"); }
     $G -quiet grompp -f ${side}_noq_in.mdp -c "$GRO" -p "$TOP" -o ${side}_noq.tpr -po ${side}_noq_mdout.mdp \
         > ${side}_noq_grompp.log 2>&1 || { tail -20 ${side}_noq_grompp.log; fail "$side grompp without Coulomb failed"; }
@@ -147,6 +149,7 @@ EOF
     echo "pme_mdrun_wall_s $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')"
     echo "fmm_grompp_mdrun_wall_s $(awk -v a="$t1" -v b="$t2" 'BEGIN{printf "%.2f", b-a}')"
     echo "fmm_log ${fmm_line:-none}"
+    echo "fmm_ntmpi $NTMPI ntomp $NT"
     echo "date $(date -u +%Y-%m-%dT%H:%MZ) host $(hostname) loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 } >> summary.txt

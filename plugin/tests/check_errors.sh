@@ -21,7 +21,6 @@
 #   fmm-fmmlib-epsilon-r -2, inf           -> "fmm-fmmlib-epsilon-r = -2: use a finite value > 0"
 #   fmm-fmmlib-precision = mixed on the CPU -> "fmm-fmmlib-precision = mixed needs fmm-fmmlib-device = cuda"
 #   mixed with tolerance 1e-6              -> "fmm-fmmlib-tolerance = 1e-06 is below 1e-05"
-#   mdrun with 2 thread-MPI ranks          -> "runs on one rank only"
 #   mdrun, vacuum boundary, net charge     -> "fmm_execute failed: ... net charge"
 #   mdrun, fmm-fmmlib-device = cuda        -> "fmm_makeplan_cell failed: CUDA device requested"
 #                                             (only where the fmm library has no CUDA)
@@ -163,10 +162,6 @@ END
 refused free_energy_type "does not support free-energy perturbed atoms" '' "$FEP" fep_type.top
 
 # ---- mdrun
-if [ -f ok.tpr ]; then
-    expect two_ranks "runs on one rank only" \
-        $GMX -quiet mdrun -ntmpi 2 -ntomp 1 -s ok.tpr -rerun "$S/water_3k.gro" -deffnm two
-fi
 # net charge -0.4238 e: the second hydrogen of one water uncharged (flexible: mdrun takes one
 # block of SETTLE molecules only)
 water_top charged <<'END'

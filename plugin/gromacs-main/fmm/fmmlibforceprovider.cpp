@@ -72,21 +72,21 @@ static_assert(c_fmmLibToleranceMin == FMM_TOL_MIN && c_fmmLibToleranceMax == FMM
 namespace
 {
 
-//! The library's entry points in GROMACS's own precision
+//! The library's entry points in GROMACS's own precision (inline: a build uses one or both)
 //! \{
-int fmmSetpts(fmm_plan* plan, long n, const float* xyz)
+inline int fmmSetpts(fmm_plan* plan, long n, const float* xyz)
 {
     return fmm_setptsf(plan, n, xyz);
 }
-int fmmSetpts(fmm_plan* plan, long n, const double* xyz)
+inline int fmmSetpts(fmm_plan* plan, long n, const double* xyz)
 {
     return fmm_setpts(plan, n, xyz);
 }
-int fmmExecute(fmm_plan* plan, const float* q, float* field, double* energy, double* virial)
+inline int fmmExecute(fmm_plan* plan, const float* q, float* field, double* energy, double* virial)
 {
     return fmm_executef(plan, q, nullptr, field, energy, virial);
 }
-int fmmExecute(fmm_plan* plan, const double* q, double* field, double* energy, double* virial)
+inline int fmmExecute(fmm_plan* plan, const double* q, double* field, double* energy, double* virial)
 {
     return fmm_execute(plan, q, nullptr, field, energy, virial);
 }
@@ -104,7 +104,8 @@ FmmLibForceProvider::FmmLibForceProvider(const FmmLibOptions& options,
     prefactor_(c_one4PiEps0 / options.resolvedEpsilonR(epsilonR)),
     excludedPairs_(fmmLibExcludedPairs(mtop)),
     numAtoms_(mtop.natoms),
-    numThreads_(gmx_omp_nthreads_get(ModuleMultiThread::Default))
+    numThreads_(gmx_omp_nthreads_get(ModuleMultiThread::Default)),
+    globalCharges_(fmmLibCharges(mtop))
 {
     if (const std::optional<std::string> error = fmmLibUnsupportedPbc(pbcType))
     {
@@ -128,12 +129,6 @@ void FmmLibForceProvider::check(int rc, const char* what)
 
 void FmmLibForceProvider::preparePlan(const ForceProviderInput& fInput)
 {
-    if (!fInput.mpiComm_.isSerial() || fInput.homenr_ != numAtoms_)
-    {
-        GMX_THROW(InconsistentInputError(
-                "fmm-backend = fmmlib runs on one rank only: start mdrun with -ntmpi 1 (OpenMP "
-                "threads: -ntomp)."));
-    }
     // the cell's rows a, b, c, as fmm_makeplan_cell takes them; the library decides whether it
     // takes the cell (FMM_ERR_BOX with its reason otherwise)
     std::array<double, 9> cell;
@@ -184,11 +179,11 @@ void FmmLibForceProvider::atomsRedistributed(const MDModulesAtomsRedistributedSi
         return; // no domain decomposition: the atoms keep their global order
     }
     const ArrayRef<const int> globalIndices = signal.globalAtomIndices_.value();
-    if (static_cast<int>(signal.x_.size()) != numAtoms_)
+    const int                 numHome       = static_cast<int>(signal.x_.size());
+    homeGlobalIndex_.assign(globalIndices.begin(), globalIndices.begin() + numHome);
+    if (numHome != numAtoms_)
     {
-        GMX_THROW(InconsistentInputError(
-                "fmm-backend = fmmlib runs on one rank only: start mdrun with -ntmpi 1 (OpenMP "
-                "threads: -ntomp)."));
+        return; // several ranks: the gathered evaluation works in the global order
     }
     std::vector<int> localIndex(numAtoms_);
     for (int i = 0; i < numAtoms_; i++)
@@ -246,10 +241,15 @@ void FmmLibForceProvider::logPlan()
     planLogged_ = true;
 }
 
-void FmmLibForceProvider::calculateForces(const ForceProviderInput& fInput, ForceProviderOutput* fOutput)
+void FmmLibForceProvider::evaluateHome(const ForceProviderInput& fInput, double* energy, double* virial)
 {
-    preparePlan(fInput);
     const int n = fInput.homenr_;
+    if (n != numAtoms_)
+    {
+        GMX_THROW(InternalError(formatString(
+                "fmmlib: %d home atoms on a single rank, the system has %d", n, numAtoms_)));
+    }
+    preparePlan(fInput);
     xyz_.resize(3 * static_cast<size_t>(n));
     field_.resize(3 * static_cast<size_t>(n));
 #pragma omp parallel for num_threads(numThreads_) schedule(static)
@@ -268,30 +268,111 @@ void FmmLibForceProvider::calculateForces(const ForceProviderInput& fInput, Forc
               "fmm_set_exclusions");
         exclusionsSent_ = true;
     }
-
-    ForceWithVirial& forceWithVirial = fOutput->forceWithVirial_;
-    double           energy          = 0;
-    double           virial[9]       = { 0 };
     // the charges go to the plan once; later calls reuse them (q = nullptr)
-    check(fmmExecute(plan_,
-                     chargesSent_ ? nullptr : fInput.chargeA_.data(),
-                     field_.data(),
-                     &energy,
-                     forceWithVirial.computeVirial_ ? virial : nullptr),
+    check(fmmExecute(plan_, chargesSent_ ? nullptr : fInput.chargeA_.data(), field_.data(), energy, virial),
           "fmm_execute");
     chargesSent_ = true;
     logPlan();
+}
 
+void FmmLibForceProvider::evaluateGathered(const ForceProviderInput& fInput, double* energy, double* virial)
+{
+    const MpiComm& comm = fInput.mpiComm_;
+    const int      n    = fInput.homenr_;
+    if (static_cast<int>(homeGlobalIndex_.size()) != n)
+    {
+        GMX_THROW(
+                InternalError(formatString("fmmlib: %d home atoms, but the global indices of %zu "
+                                           "after the last redistribution",
+                                           n,
+                                           homeGlobalIndex_.size())));
+    }
+    const size_t numValues = 3 * static_cast<size_t>(numAtoms_);
+    globalXyz_.assign(numValues, 0.0);
+    for (int i = 0; i < n; i++)
+    {
+        const int g = homeGlobalIndex_[i];
+        for (int d = 0; g >= 0 && d < DIM; d++)
+        {
+            globalXyz_[3 * static_cast<size_t>(g) + d] = fInput.x_[i][d];
+        }
+    }
+    comm.sumReduce(globalXyz_);
+    globalField_.assign(numValues + 1, 0.0); // the field, then the main rank's status
+    std::string error;
+    if (comm.isMainRank())
+    {
+        try
+        {
+            preparePlan(fInput);
+            check(fmmSetpts(plan_, numAtoms_, globalXyz_.data()), "fmm_setpts");
+            if (!exclusionsSent_)
+            {
+                check(fmm_set_exclusions(
+                              plan_, static_cast<long>(excludedPairs_.size() / 2), excludedPairs_.data()),
+                      "fmm_set_exclusions");
+                exclusionsSent_ = true;
+            }
+            check(fmmExecute(plan_, chargesSent_ ? nullptr : globalCharges_.data(), globalField_.data(), energy, virial),
+                  "fmm_execute");
+            chargesSent_ = true;
+            logPlan();
+        }
+        catch (const GromacsException& ex)
+        {
+            error                   = ex.what();
+            globalField_[numValues] = 1;
+        }
+    }
+    comm.sumReduce(globalField_);
+    if (globalField_[numValues] != 0)
+    {
+        GMX_THROW(InconsistentInputError(
+                comm.isMainRank()
+                        ? error
+                        : "fmmlib: the evaluation on the main rank failed (its message is "
+                          "in the main rank's output)"));
+    }
+}
+
+void FmmLibForceProvider::calculateForces(const ForceProviderInput& fInput, ForceProviderOutput* fOutput)
+{
+    ForceWithVirial& forceWithVirial = fOutput->forceWithVirial_;
+    double           energy          = 0;
+    double           virial[9]       = { 0 };
+    double*          virialOut       = forceWithVirial.computeVirial_ ? virial : nullptr;
+    const bool       gathered        = fInput.mpiComm_.isParallel();
+    if (gathered)
+    {
+        evaluateGathered(fInput, &energy, virialOut);
+    }
+    else
+    {
+        evaluateHome(fInput, &energy, virialOut);
+    }
+
+    const int                  n = fInput.homenr_;
     const ArrayRef<RVec>       f = forceWithVirial.force_;
     const ArrayRef<const real> q = fInput.chargeA_;
 #pragma omp parallel for num_threads(numThreads_) schedule(static)
     for (int i = 0; i < n; i++)
     {
+        const int g = gathered ? homeGlobalIndex_[i] : i;
+        if (g < 0)
+        {
+            continue; // a filler
+        }
         const double cq = prefactor_ * q[i];
         for (int d = 0; d < DIM; d++)
         {
-            f[i][d] += cq * field_[3 * i + d];
+            f[i][d] += cq * (gathered ? globalField_[3 * static_cast<size_t>(g) + d] : field_[3 * i + d]);
         }
+    }
+    // energy and virial are those of the whole system: with several ranks the main rank's alone,
+    // as GROMACS sums both over the ranks
+    if (gathered && !fInput.mpiComm_.isMainRank())
+    {
+        return;
     }
     if (forceWithVirial.computeVirial_)
     {

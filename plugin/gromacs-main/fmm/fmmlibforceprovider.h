@@ -82,12 +82,25 @@ public:
     /*! \brief Takes the home atoms' order after a redistribution
      *
      * With domain decomposition (which GROMACS uses also on a single rank), the home atoms are
-     * in the order of their global indices; the excluded pairs are mapped to it, and the charges
-     * go to the plan again at the next evaluation.
+     * in the order of their global indices, which are kept. On one rank the excluded pairs are
+     * mapped to that order, and the charges go to the plan again at the next evaluation.
      */
     void atomsRedistributed(const MDModulesAtomsRedistributedSignal& signal) override;
 
 private:
+    /*! \brief One rank: the FMM of its home atoms (all atoms), their field into field_
+     *
+     * energy and virial (nullptr: not asked) as fmm_execute gives them.
+     */
+    void evaluateHome(const ForceProviderInput& fInput, double* energy, double* virial);
+    /*! \brief Several ranks: the FMM of the whole system on the main rank
+     *
+     * The home positions are gathered on every rank in the global order (a sum over the ranks,
+     * each atom being home on one), the main rank evaluates all atoms with the global charges
+     * and excluded pairs, and its field reaches every rank by a second sum (into globalField_),
+     * with its status, so that a failure stops every rank. energy and virial: the main rank's.
+     */
+    void evaluateGathered(const ForceProviderInput& fInput, double* energy, double* virial);
     //! Makes the plan for the step's box when it has none or the box changed
     void preparePlan(const ForceProviderInput& fInput);
     //! Throws with the library's message when rc is not FMM_OK
@@ -120,6 +133,13 @@ private:
     //! Positions and field in GROMACS's precision, interleaved x y z
     std::vector<real> xyz_;
     std::vector<real> field_;
+    //! All charges in the order of the global indices (the gathered evaluation)
+    const std::vector<double> globalCharges_;
+    //! The home atoms' global indices (-1: a filler), with domain decomposition
+    std::vector<int> homeGlobalIndex_;
+    //! The gathered evaluation's positions and field of all atoms, global order, x y z
+    std::vector<double> globalXyz_;
+    std::vector<double> globalField_;
 };
 
 } // namespace gmx

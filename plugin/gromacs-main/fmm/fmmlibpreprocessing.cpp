@@ -131,4 +131,22 @@ std::vector<int> fmmLibExcludedPairs(const gmx_mtop_t& mtop)
     return flat;
 }
 
+std::vector<double> fmmLibCharges(const gmx_mtop_t& mtop)
+{
+    std::vector<double> charges;
+    charges.reserve(mtop.natoms);
+    for (const gmx_molblock_t& molblock : mtop.molblock)
+    {
+        const t_atoms& atoms = mtop.moltype[molblock.type].atoms;
+        for (int m = 0; m < molblock.nmol; m++)
+        {
+            for (int a = 0; a < atoms.nr; a++)
+            {
+                charges.push_back(atoms.atom[a].q);
+            }
+        }
+    }
+    return charges;
+}
+
 } // namespace gmx

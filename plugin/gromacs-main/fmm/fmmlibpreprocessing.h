@@ -75,6 +75,13 @@ std::optional<std::string> fmmLibUnsupportedTopology(const gmx_mtop_t& mtop);
  */
 std::vector<int> fmmLibExcludedPairs(const gmx_mtop_t& mtop);
 
+/*! \brief The charges of all atoms in the order of their global indices (state A).
+ *
+ * With several ranks the main rank evaluates the FMM of the whole system in that order
+ * (FmmLibForceProvider), and the charges do not change during a run (perturbed atoms are refused).
+ */
+std::vector<double> fmmLibCharges(const gmx_mtop_t& mtop);
+
 } // namespace gmx
 
 #endif // GMX_FMM_FMMLIBPREPROCESSING_H
