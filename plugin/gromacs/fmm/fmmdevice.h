@@ -3,7 +3,7 @@
  * buffer of its forces and the event that marks them written, which GROMACS's GPU force sum
  * waits for (steps whose coordinates and forces stay on the GPU).
  *
- * Part of the fmm project (plugin/), not of GROMACS. Kept apart from fmmmodule.cpp because
+ * Part of the fmm project (plugin/), not of GROMACS. Kept apart from fmmforceprovider.cpp because
  * GROMACS's GPU types (DeviceStream, GpuEventSynchronizer, DeviceBuffer) compile with nvcc only;
  * this header declares nothing of them, so the module's host source includes it freely.
  */
