@@ -82,6 +82,109 @@ static void ewald_to_vacuum(long n, const double *xyz, const double *q, const do
             virial[3 * a + b] -= 0.5 * k * (2 * D[a] * D[b] - (a == b) * DD);
 }
 
+/* The box: --box (nbox numbers in box) or, periodic without it, the input's '# box' line
+ * (nfile_box numbers in file_box; < 0: a malformed line); box completed to three edges for one,
+ * and the cell's rows a, b, c (periodic). Returns 0, or 2 after its message. */
+static int resolve_box(const char *in, int periodic, int *nbox, double box[9], int nfile_box,
+                       const double file_box[9], double cell[9]) {
+    if (periodic && !*nbox) {
+        if (nfile_box < 0) {
+            fprintf(stderr, "fmm coulomb: %s: a '# box' line needs 3 or 9 numbers\n", in);
+            return 2;
+        }
+        *nbox = nfile_box;
+        memcpy(box, file_box, 9 * sizeof(double));
+    }
+    if (periodic && !*nbox) {
+        fprintf(stderr, "fmm coulomb: --periodic needs --box L (or LX LY LZ, or the 9 numbers "
+                        "of a cell) or a '# box' line in the input\n");
+        return 2;
+    }
+    for (int k = 0; k < *nbox && *nbox != 9; ++k)
+        if (!(box[k] > 0)) {
+            fprintf(stderr, "fmm coulomb: --box must be > 0, got '%g'\n", box[k]);
+            return 2;
+        }
+    if (*nbox == 1) box[1] = box[2] = box[0];
+    const double rows[9] = {box[0], 0, 0, 0, box[1], 0, 0, 0, box[2]};
+    memcpy(cell, *nbox == 9 ? box : rows, 9 * sizeof(double));
+    return 0;
+}
+
+/* --repeat K: the median time of K more fmm_setpts and fmm_execute with the same plan (*step);
+ * returns 0, or 1 after its message */
+static int median_step(fmm_plan *plan, long n, const double *xyz, const double *q, double *phi,
+                       double *field, double *energy, double *virial, int repeat, double *step) {
+    double *ts = malloc(sizeof(double) * repeat);
+    if (!ts) {
+        fprintf(stderr, "fmm coulomb: out of memory\n");
+        return 1;
+    }
+    int rc = 0;
+    for (int r = 0; r < repeat && !rc; ++r) {
+        double a0 = omp_get_wtime();
+        rc = fmm_setpts(plan, n, xyz);
+        if (!rc) rc = fmm_execute(plan, q, phi, field, energy, virial);
+        ts[r] = omp_get_wtime() - a0;
+    }
+    for (int i = 1; i < repeat; ++i) /* insertion sort: K is small */
+        for (int j = i; j > 0 && ts[j] < ts[j - 1]; --j) {
+            double t = ts[j];
+            ts[j] = ts[j - 1], ts[j - 1] = t;
+        }
+    *step = ts[repeat / 2];
+    free(ts);
+    if (rc) {
+        fprintf(stderr, "fmm coulomb: %s\n", fmm_strerror(rc));
+        return 1;
+    }
+    return 0;
+}
+
+/* --reference: the errors of phi, the field, the energy and the virial against the direct sum
+ * (open; an evenly spaced sample of the targets above 20000 points) or the library's Ewald sum of
+ * the cell (periodic); returns 0, or 1 after its message */
+static int print_reference(const fmm_opts *o, int vacuum, long n, const double *xyz,
+                           const double *q, const double cell[9], long sample, const double *phi,
+                           const double *field, double energy, const double *virial) {
+    int rc;
+    long m = n <= 20000 ? n : (sample < n ? sample : n);
+    if (o->periodic) m = n; /* the Ewald reference computes every particle */
+    long *idx = malloc(sizeof(long) * (m > 0 ? m : 1));
+    double *rp = malloc(sizeof(double) * (m > 0 ? m : 1)),
+           *rf = malloc(sizeof(double) * 3 * (m > 0 ? m : 1));
+    if (!idx || !rp || !rf) {
+        fprintf(stderr, "fmm coulomb: out of memory\n");
+        free(idx), free(rp), free(rf);
+        return 1;
+    }
+    /* evenly spaced sample: deterministic and spread over the whole input */
+    for (long k = 0; k < m; ++k) idx[k] = (long)((double)k * n / m);
+    double r0 = omp_get_wtime(), eref = 0, vref[9];
+    if (o->periodic)
+        rc = fmm_ewald_cell(n, xyz, q, cell, 1e-12, rp, rf, &eref, vref, o->threads);
+    else
+        rc = m == n ? fmm_direct(n, xyz, q, rp, rf, &eref, vref, o->threads)
+                    : fmm_direct_targets(n, xyz, q, m, idx, rp, rf, o->threads);
+    double r1 = omp_get_wtime();
+    if (rc) {
+        fprintf(stderr, "fmm coulomb: reference: %s\n", fmm_strerror(rc));
+        free(idx), free(rp), free(rf);
+        return 1;
+    }
+    if (vacuum) ewald_to_vacuum(n, xyz, q, cell, rp, rf, &eref, vref);
+    printf("reference_targets %ld\nreference_time_s %.6f\n", m, r1 - r0);
+    printf("rel_l2_error_phi %.6e\nrel_rms_error_field %.6e\n",
+           cli_rel_l2_error(m, 1, idx, phi, rp), cli_rel_l2_error(m, 3, idx, field, rf));
+    if (m == n) {
+        printf("rel_error_energy %.6e\n",
+               eref != 0 ? fabs(energy - eref) / fabs(eref) : fabs(energy));
+        printf("rel_error_virial %.6e\n", cli_rel_l2_error(1, 9, NULL, virial, vref));
+    }
+    free(idx), free(rp), free(rf);
+    return 0;
+}
+
 int cli_coulomb(int argc, char **argv) {
     static const char *const precisions[] = {"double", "mixed",
                                              NULL}; /* enum fmm_precision order */
@@ -143,28 +246,8 @@ int cli_coulomb(int argc, char **argv) {
     int status = 2;
     double *phi = NULL, *field = NULL;
     fmm_plan *plan = NULL;
-    if (o.periodic && !nbox) {
-        if (nfile_box < 0) {
-            fprintf(stderr, "fmm coulomb: %s: a '# box' line needs 3 or 9 numbers\n", in);
-            goto done;
-        }
-        nbox = nfile_box;
-        memcpy(box, file_box, sizeof file_box);
-    }
-    if (o.periodic && !nbox) {
-        fprintf(stderr, "fmm coulomb: --periodic needs --box L (or LX LY LZ, or the 9 numbers "
-                        "of a cell) or a '# box' line in the input\n");
-        goto done;
-    }
-    for (int k = 0; k < nbox && nbox != 9; ++k)
-        if (!(box[k] > 0)) {
-            fprintf(stderr, "fmm coulomb: --box must be > 0, got '%g'\n", box[k]);
-            goto done;
-        }
-    if (nbox == 1) box[1] = box[2] = box[0];
-    /* the cell's rows a, b, c (periodic) */
-    double cell[9] = {box[0], 0, 0, 0, box[1], 0, 0, 0, box[2]};
-    if (nbox == 9) memcpy(cell, box, sizeof cell);
+    double cell[9];
+    if (resolve_box(in, o.periodic, &nbox, box, nfile_box, file_box, cell)) goto done;
     const int cube = cell[0] == cell[4] && cell[4] == cell[8] && !cell[1] && !cell[2] && !cell[3] &&
                      !cell[5] && !cell[6] && !cell[7];
     status = 1;
@@ -187,30 +270,8 @@ int cli_coulomb(int argc, char **argv) {
         goto done;
     }
     double step = 0;
-    if (repeat > 0) {
-        double *ts = malloc(sizeof(double) * repeat);
-        if (!ts) {
-            fprintf(stderr, "fmm coulomb: out of memory\n");
-            goto done;
-        }
-        for (int r = 0; r < repeat && !rc; ++r) {
-            double a0 = omp_get_wtime();
-            rc = fmm_setpts(plan, n, xyz);
-            if (!rc) rc = fmm_execute(plan, q, phi, field, &energy, virial);
-            ts[r] = omp_get_wtime() - a0;
-        }
-        for (int i = 1; i < repeat; ++i) /* insertion sort: K is small */
-            for (int j = i; j > 0 && ts[j] < ts[j - 1]; --j) {
-                double t = ts[j];
-                ts[j] = ts[j - 1], ts[j - 1] = t;
-            }
-        step = ts[repeat / 2];
-        free(ts);
-        if (rc) {
-            fprintf(stderr, "fmm coulomb: %s\n", fmm_strerror(rc));
-            goto done;
-        }
-    }
+    if (repeat > 0 && median_step(plan, n, xyz, q, phi, field, &energy, virial, repeat, &step))
+        goto done;
     fmm_info info;
     fmm_get_info(plan, &info);
     if (out && cli_write_values("coulomb", out, n, phi, field)) goto done;
@@ -219,42 +280,9 @@ int cli_coulomb(int argc, char **argv) {
     if (repeat > 0) printf("time_step_s %.6f\n", step);
     printf("virial %.17g %.17g %.17g %.17g %.17g %.17g\n", virial[0], virial[4], virial[8],
            virial[1], virial[2], virial[5]);
-    if (reference) {
-        long m = n <= 20000 ? n : (sample < n ? sample : n);
-        if (o.periodic) m = n; /* the Ewald reference computes every particle */
-        long *idx = malloc(sizeof(long) * (m > 0 ? m : 1));
-        double *rp = malloc(sizeof(double) * (m > 0 ? m : 1)),
-               *rf = malloc(sizeof(double) * 3 * (m > 0 ? m : 1));
-        if (!idx || !rp || !rf) {
-            fprintf(stderr, "fmm coulomb: out of memory\n");
-            free(idx), free(rp), free(rf);
-            goto done;
-        }
-        /* evenly spaced sample: deterministic and spread over the whole input */
-        for (long k = 0; k < m; ++k) idx[k] = (long)((double)k * n / m);
-        double r0 = omp_get_wtime(), eref = 0, vref[9];
-        if (o.periodic)
-            rc = fmm_ewald_cell(n, xyz, q, cell, 1e-12, rp, rf, &eref, vref, o.threads);
-        else
-            rc = m == n ? fmm_direct(n, xyz, q, rp, rf, &eref, vref, o.threads)
-                        : fmm_direct_targets(n, xyz, q, m, idx, rp, rf, o.threads);
-        double r1 = omp_get_wtime();
-        if (rc) {
-            fprintf(stderr, "fmm coulomb: reference: %s\n", fmm_strerror(rc));
-            free(idx), free(rp), free(rf);
-            goto done;
-        }
-        if (vacuum) ewald_to_vacuum(n, xyz, q, cell, rp, rf, &eref, vref);
-        printf("reference_targets %ld\nreference_time_s %.6f\n", m, r1 - r0);
-        printf("rel_l2_error_phi %.6e\nrel_rms_error_field %.6e\n",
-               cli_rel_l2_error(m, 1, idx, phi, rp), cli_rel_l2_error(m, 3, idx, field, rf));
-        if (m == n) {
-            printf("rel_error_energy %.6e\n",
-                   eref != 0 ? fabs(energy - eref) / fabs(eref) : fabs(energy));
-            printf("rel_error_virial %.6e\n", cli_rel_l2_error(1, 9, NULL, virial, vref));
-        }
-        free(idx), free(rp), free(rf);
-    }
+    if (reference &&
+        print_reference(&o, vacuum, n, xyz, q, cell, sample, phi, field, energy, virial))
+        goto done;
     status = 0;
 done:
     fmm_destroy(plan);
