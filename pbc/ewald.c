@@ -92,6 +92,112 @@ static void k_phase(double *const tab[3], const int kmax[3], long j, const int m
     *re = ar * p[2][0] - ai * p[2][1], *im = ar * p[2][1] + ai * p[2][0];
 }
 
+/* Real space: each particle's erfc sum over the pairs within the cut-off rcut (one image of each,
+ * from the ns shifts of the brick), with its self term and the background's (Q: the net charge),
+ * into out (phi, then E); its share of the virial (xx, yy, zz, xy, xz, yz) into wr. a: the
+ * splitting parameter. */
+static void real_space(long n, const double *x, const double *q, const pbc_cell *cell, long ns,
+                       const double *shift, double a, double rcut, double Q, int nt, double *out,
+                       double *wr) {
+    const double *h = cell->h, V = cell->volume;
+    const double c2 = 2 * a / sqrt(FMM_PI), rc2 = rcut * rcut;
+    const double inv[3] = {1 / h[0], 1 / h[4], 1 / h[8]};
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (long i = 0; i < n; ++i) {
+        double p = 0, e[3] = {0, 0, 0}, w[6] = {0, 0, 0, 0, 0, 0};
+        for (long j = 0; j < n; ++j) {
+            double r0[3];
+            for (int c = 0; c < 3; ++c) r0[c] = x[3 * i + c] - x[3 * j + c];
+            pbc_cell_centre(h, inv, r0);
+            for (long t = 0; t < ns; ++t) {
+                const double r[3] = {r0[0] + shift[3 * t], r0[1] + shift[3 * t + 1],
+                                     r0[2] + shift[3 * t + 2]};
+                const double r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+                if (!(r2 < rc2)) continue;
+                if (r2 > 0) { /* the pair itself (or a coincident one) adds nothing */
+                    const double d = sqrt(r2), ef = erfc(a * d) / d;
+                    const double gr = q[j] * (ef + c2 * exp(-a * a * r2)) / r2;
+                    p += q[j] * ef;
+                    for (int c = 0; c < 3; ++c) e[c] += gr * r[c];
+                    w[0] += gr * r[0] * r[0], w[1] += gr * r[1] * r[1], w[2] += gr * r[2] * r[2];
+                    w[3] += gr * r[0] * r[1], w[4] += gr * r[0] * r[2], w[5] += gr * r[1] * r[2];
+                }
+                break; /* no other image within the cut-off */
+            }
+        }
+        out[i] = p - c2 * q[i] - FMM_PI * Q / (V * a * a);
+        for (int c = 0; c < 3; ++c) out[n + 3 * i + c] = e[c];
+        for (int c = 0; c < 6; ++c) wr[6 * i + c] = 0.5 * q[i] * w[c];
+    }
+}
+
+/* Reciprocal space: the structure factors S(k) = sum q_j exp(i k.x_j), first for every k, then
+ * each particle's sum over k in the order of k (no sum depends on which thread did what), added to
+ * out (phi, then E); the reciprocal part of the virial into W. kmax, kc: the wave vectors' range
+ * (waves); a: the splitting parameter. */
+static int reciprocal_space(const pbc_cell *cell, const int kmax[3], double kc, double a, long n,
+                            const double *x, const double *q, int nt, double *out, double W[9]) {
+    const double V = cell->volume;
+    const long nw = waves(cell, kmax, kc, a, NULL);
+    const size_t wsum = (size_t)(2 * kmax[0] + 1) + (2 * kmax[1] + 1) + (2 * kmax[2] + 1);
+    wave *wv = malloc(sizeof(wave) * (size_t)(nw > 0 ? nw : 1));
+    double *sk = malloc(sizeof(double) * 2 * (size_t)(nw > 0 ? nw : 1)); /* Re S, Im S */
+    double *tabs = calloc(2 * wsum, sizeof(double) * (size_t)n); /* calloc checks the product */
+    if (!wv || !sk || !tabs) {
+        free(wv), free(sk), free(tabs);
+        return FMM_ERR_NOMEM;
+    }
+    waves(cell, kmax, kc, a, wv);
+    double *tab[3] = {tabs, tabs + 2 * (size_t)n * (2 * kmax[0] + 1),
+                      tabs + 2 * (size_t)n * (2 * kmax[0] + 2 * kmax[1] + 2)};
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (long i = 0; i < n; ++i)
+        for (int d = 0; d < 3; ++d) {
+            const double *g = cell->g + 3 * d,
+                         th = g[0] * x[3 * i] + g[1] * x[3 * i + 1] + g[2] * x[3 * i + 2];
+            double *o = tab[d] + 2 * (size_t)i * (2 * kmax[d] + 1);
+            for (int m = -kmax[d]; m <= kmax[d]; ++m)
+                o[2 * (m + kmax[d])] = cos(m * th), o[2 * (m + kmax[d]) + 1] = sin(m * th);
+        }
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 4)
+    for (long kk = 0; kk < nw; ++kk) {
+        double sr = 0, si = 0;
+        for (long j = 0; j < n; ++j) {
+            double c, sn;
+            k_phase(tab, kmax, j, wv[kk].m, &c, &sn);
+            sr += q[j] * c, si += q[j] * sn;
+        }
+        sk[2 * kk] = sr, sk[2 * kk + 1] = si;
+    }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (long i = 0; i < n; ++i) {
+        double acc[4] = {0, 0, 0, 0};
+        for (long kk = 0; kk < nw; ++kk) {
+            const wave *o = wv + kk;
+            double c, sn;
+            k_phase(tab, kmax, i, o->m, &c, &sn);
+            /* Re and Im of S(k) exp(-i k.x_i) */
+            const double re = sk[2 * kk] * c + sk[2 * kk + 1] * sn,
+                         im = sk[2 * kk + 1] * c - sk[2 * kk] * sn;
+            acc[0] += o->f * re;
+            for (int d = 0; d < 3; ++d) acc[1 + d] -= o->f * im * o->k[d];
+        }
+        out[i] += 4 * FMM_PI / V * acc[0];
+        for (int d = 0; d < 3; ++d) out[n + 3 * i + d] += 4 * FMM_PI / V * acc[1 + d];
+    }
+    for (long kk = 0; kk < nw; ++kk) {
+        const wave *o = wv + kk;
+        const double *k = o->k, k2 = k[0] * k[0] + k[1] * k[1] + k[2] * k[2],
+                     S2 = sk[2 * kk] * sk[2 * kk] + sk[2 * kk + 1] * sk[2 * kk + 1];
+        for (int u = 0; u < 3; ++u)
+            for (int v = 0; v < 3; ++v)
+                W[3 * u + v] += 2 * FMM_PI / V * o->f * S2 *
+                                ((u == v) - 2 * k[u] * k[v] * (1 / k2 + 1 / (4 * a * a)));
+    }
+    free(wv), free(sk), free(tabs);
+    return FMM_OK;
+}
+
 int pbc_ewald(long n, const double *xyz, const double *q_in, const double cell_in[9], double tol,
               double split, double *phi, double *field, double *energy, double *virial,
               int threads) {
@@ -104,10 +210,8 @@ int pbc_ewald(long n, const double *xyz, const double *q_in, const double cell_i
     /* x, q: the wrapped positions and the charges in the sum's units; out: phi (n), then E (3n);
        wr: each particle's share of the real-space virial (xx, yy, zz, xy, xz, yz), added in
        index order so that no sum depends on the thread count */
-    double *x = malloc(sizeof(double) * 4 * (size_t)n), *out = NULL, *wr = NULL, *tabs = NULL,
-           *sk = NULL, *shift = NULL;
+    double *x = malloc(sizeof(double) * 4 * (size_t)n), *out = NULL, *wr = NULL, *shift = NULL;
     int *ni = NULL;
-    wave *wv = NULL;
     if (!x) return FMM_ERR_NOMEM;
     double *q = x + 3 * (size_t)n;
     pbc_cell cell;
@@ -154,94 +258,10 @@ int pbc_ewald(long n, const double *xyz, const double *q_in, const double cell_i
             for (int d = 0; d < 3; ++d) shift[3 * t + d] = shift[d], shift[d] = 0;
     double Q = 0;
     for (long i = 0; i < n; ++i) Q += q[i];
-    const double c2 = 2 * a / sqrt(FMM_PI), rc2 = rcut * rcut;
-    const double inv[3] = {1 / h[0], 1 / h[4], 1 / h[8]};
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (long i = 0; i < n; ++i) {
-        double p = 0, e[3] = {0, 0, 0}, w[6] = {0, 0, 0, 0, 0, 0};
-        for (long j = 0; j < n; ++j) {
-            double r0[3];
-            for (int c = 0; c < 3; ++c) r0[c] = x[3 * i + c] - x[3 * j + c];
-            pbc_cell_centre(h, inv, r0);
-            for (long t = 0; t < ns; ++t) {
-                const double r[3] = {r0[0] + shift[3 * t], r0[1] + shift[3 * t + 1],
-                                     r0[2] + shift[3 * t + 2]};
-                const double r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-                if (!(r2 < rc2)) continue;
-                if (r2 > 0) { /* the pair itself (or a coincident one) adds nothing */
-                    const double d = sqrt(r2), ef = erfc(a * d) / d;
-                    const double gr = q[j] * (ef + c2 * exp(-a * a * r2)) / r2;
-                    p += q[j] * ef;
-                    for (int c = 0; c < 3; ++c) e[c] += gr * r[c];
-                    w[0] += gr * r[0] * r[0], w[1] += gr * r[1] * r[1], w[2] += gr * r[2] * r[2];
-                    w[3] += gr * r[0] * r[1], w[4] += gr * r[0] * r[2], w[5] += gr * r[1] * r[2];
-                }
-                break; /* no other image within the cut-off */
-            }
-        }
-        out[i] = p - c2 * q[i] - FMM_PI * Q / (V * a * a);
-        for (int c = 0; c < 3; ++c) out[n + 3 * i + c] = e[c];
-        for (int c = 0; c < 6; ++c) wr[6 * i + c] = 0.5 * q[i] * w[c];
-    }
-    /* reciprocal space: structure factors S(k) = sum q_j exp(i k.x_j), first for every k, then
-     * each particle's sum over k in the order of k: no sum depends on which thread did what */
-    const long nw = waves(&cell, kmax, kc, a, NULL);
-    const size_t wsum = (size_t)(2 * kmax[0] + 1) + (2 * kmax[1] + 1) + (2 * kmax[2] + 1);
-    wv = malloc(sizeof(wave) * (size_t)(nw > 0 ? nw : 1));
-    sk = malloc(sizeof(double) * 2 * (size_t)(nw > 0 ? nw : 1)); /* Re S, Im S */
-    tabs = calloc(2 * wsum, sizeof(double) * (size_t)n);         /* calloc checks the product */
-    if (!wv || !sk || !tabs) {
-        rc = FMM_ERR_NOMEM;
-        goto done;
-    }
-    waves(&cell, kmax, kc, a, wv);
-    double *tab[3] = {tabs, tabs + 2 * (size_t)n * (2 * kmax[0] + 1),
-                      tabs + 2 * (size_t)n * (2 * kmax[0] + 2 * kmax[1] + 2)};
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (long i = 0; i < n; ++i)
-        for (int d = 0; d < 3; ++d) {
-            const double *g = cell.g + 3 * d,
-                         th = g[0] * x[3 * i] + g[1] * x[3 * i + 1] + g[2] * x[3 * i + 2];
-            double *o = tab[d] + 2 * (size_t)i * (2 * kmax[d] + 1);
-            for (int m = -kmax[d]; m <= kmax[d]; ++m)
-                o[2 * (m + kmax[d])] = cos(m * th), o[2 * (m + kmax[d]) + 1] = sin(m * th);
-        }
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 4)
-    for (long kk = 0; kk < nw; ++kk) {
-        double sr = 0, si = 0;
-        for (long j = 0; j < n; ++j) {
-            double c, sn;
-            k_phase(tab, kmax, j, wv[kk].m, &c, &sn);
-            sr += q[j] * c, si += q[j] * sn;
-        }
-        sk[2 * kk] = sr, sk[2 * kk + 1] = si;
-    }
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (long i = 0; i < n; ++i) {
-        double acc[4] = {0, 0, 0, 0};
-        for (long kk = 0; kk < nw; ++kk) {
-            const wave *o = wv + kk;
-            double c, sn;
-            k_phase(tab, kmax, i, o->m, &c, &sn);
-            /* Re and Im of S(k) exp(-i k.x_i) */
-            const double re = sk[2 * kk] * c + sk[2 * kk + 1] * sn,
-                         im = sk[2 * kk + 1] * c - sk[2 * kk] * sn;
-            acc[0] += o->f * re;
-            for (int d = 0; d < 3; ++d) acc[1 + d] -= o->f * im * o->k[d];
-        }
-        out[i] += 4 * FMM_PI / V * acc[0];
-        for (int d = 0; d < 3; ++d) out[n + 3 * i + d] += 4 * FMM_PI / V * acc[1 + d];
-    }
+    real_space(n, x, q, &cell, ns, shift, a, rcut, Q, nt, out, wr);
     double W[9] = {0}, U = 0;
-    for (long kk = 0; kk < nw; ++kk) {
-        const wave *o = wv + kk;
-        const double *k = o->k, k2 = k[0] * k[0] + k[1] * k[1] + k[2] * k[2],
-                     S2 = sk[2 * kk] * sk[2 * kk] + sk[2 * kk + 1] * sk[2 * kk + 1];
-        for (int u = 0; u < 3; ++u)
-            for (int v = 0; v < 3; ++v)
-                W[3 * u + v] += 2 * FMM_PI / V * o->f * S2 *
-                                ((u == v) - 2 * k[u] * k[v] * (1 / k2 + 1 / (4 * a * a)));
-    }
+    rc = reciprocal_space(&cell, kmax, kc, a, n, x, q, nt, out, W);
+    if (rc) goto done;
     /* the real-space shares (xx, yy, zz, xy, xz, yz) and the background's constant */
     static const int slot[9] = {0, 3, 4, 3, 1, 5, 4, 5, 2};
     for (long i = 0; i < n; ++i)
@@ -261,7 +281,7 @@ int pbc_ewald(long n, const double *xyz, const double *q_in, const double cell_i
         if (virial) memcpy(virial, W, sizeof W);
     }
 done:
-    free(x), free(out), free(wr), free(ni), free(shift), free(wv), free(sk), free(tabs);
+    free(x), free(out), free(wr), free(ni), free(shift);
     return rc;
 }
 
