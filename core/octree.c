@@ -218,6 +218,100 @@ static int check_coincident(const octree *t, const uint64_t *key) {
     return bad ? FMM_ERR_COINCIDENT : 0;
 }
 
+/* The boxes, level by level (so each level is contiguous): a box splits into its non-empty octants
+ * while it holds more than leaf_size points, or down to the uniform depth (depth >= 0); then the
+ * tree's depth and level starts. key: the points' Morton keys, sorted. Returns 0 or
+ * FMM_ERR_NOMEM. */
+static int build_boxes(octree *t, const uint64_t *key, int depth, int leaf_size) {
+    const double *lo = t->lo, side = t->side;
+    long cap = 1024;
+    t->box = malloc(sizeof(oct_box) * (size_t)cap);
+    t->level_start = malloc(sizeof(int) * (OCT_MAXLEVEL + 2));
+    if (!t->box || !t->level_start) return FMM_ERR_NOMEM;
+    oct_box root = {0, {0, 0, 0}, 0, t->n, -1, {-1, -1, -1, -1, -1, -1, -1, -1}, 0, {0, 0, 0}};
+    for (int d = 0; d < 3; ++d) root.c[d] = lo[d] + 0.5 * side;
+    t->box[0] = root;
+    t->nbox = 1;
+    t->level_start[0] = 0;
+    int level = 0;
+    for (;; ++level) {
+        int first = t->level_start[level], last = t->nbox;
+        t->level_start[level + 1] = last;
+        if (level == OCT_MAXLEVEL || (depth >= 0 && level == depth)) break;
+        for (int b = first; b < last; ++b) {
+            long cnt = t->box[b].end - t->box[b].begin;
+            int split = depth >= 0 ? 1 : cnt > leaf_size;
+            if (!split) continue;
+            int shift = 3 * (OCT_MAXLEVEL - level - 1);
+            uint64_t prefix = key[t->box[b].begin] >> (shift + 3) << (shift + 3);
+            long s = t->box[b].begin;
+            for (int o = 0; o < 8; ++o) {
+                long e = o == 7 ? t->box[b].end
+                                : lower_bound(key, s, t->box[b].end,
+                                              prefix | ((uint64_t)(o + 1) << shift));
+                if (e > s) {
+                    if (t->nbox == cap) {
+                        cap *= 2;
+                        oct_box *nb = realloc(t->box, sizeof(oct_box) * (size_t)cap);
+                        if (!nb) return FMM_ERR_NOMEM;
+                        t->box = nb;
+                    }
+                    oct_box *P = &t->box[b], *C = &t->box[t->nbox];
+                    C->level = level + 1;
+                    double h = side / (double)(1 << (level + 1));
+                    for (int d = 0; d < 3; ++d) {
+                        C->ix[d] = 2 * P->ix[d] + ((o >> d) & 1);
+                        C->c[d] = lo[d] + (C->ix[d] + 0.5) * h;
+                    }
+                    C->begin = s;
+                    C->end = e;
+                    C->parent = b;
+                    for (int k = 0; k < 8; ++k) C->child[k] = -1;
+                    C->nchild = 0;
+                    P->child[o] = t->nbox;
+                    P->nchild++;
+                    t->nbox++;
+                }
+                s = e;
+            }
+        }
+        if (t->nbox == last) {
+            t->level_start[level + 1] = last;
+            break;
+        }
+    }
+    t->depth = level;
+    while (t->depth > 0 && t->level_start[t->depth] == t->level_start[t->depth + 1]) t->depth--;
+    t->level_start[t->depth + 1] = t->nbox;
+    return 0;
+}
+
+/* The colleagues level by level (each needs its parent's), then the V, U, W and X lists. Returns 0
+ * or the first failure's status. */
+static int build_all_lists(octree *t) {
+    t->coll.start = malloc(sizeof(long) * (size_t)(t->nbox + 1));
+    t->coll.box = malloc(sizeof(int) * 27 * (size_t)t->nbox);
+    t->coll.aux = malloc(sizeof(unsigned short) * 27 * (size_t)t->nbox);
+    if (!t->coll.start || !t->coll.box || !t->coll.aux) return FMM_ERR_NOMEM;
+    /* levels are contiguous, so the CSR can grow level by level */
+    t->coll.start[0] = 0;
+    for (int l = 0; l <= t->depth; ++l) {
+        int b0 = t->level_start[l], b1 = t->level_start[l + 1];
+#pragma omp parallel for schedule(dynamic, 64)
+        for (int b = b0; b < b1; ++b) t->coll.start[b + 1] = colleagues(t, b, NULL, NULL);
+        for (int b = b0; b < b1; ++b) t->coll.start[b + 1] += t->coll.start[b];
+#pragma omp parallel for schedule(dynamic, 64)
+        for (int b = b0; b < b1; ++b)
+            colleagues(t, b, t->coll.box + t->coll.start[b], t->coll.aux + t->coll.start[b]);
+    }
+    int rc;
+    if ((rc = build_list(t, &t->V, vlist)) != 0) return rc;
+    if ((rc = build_list(t, &t->U, ulist)) != 0) return rc;
+    if ((rc = build_list(t, &t->W, wlist)) != 0) return rc;
+    if ((rc = build_list(t, &t->X, xlist)) != 0) return rc;
+    return 0;
+}
+
 int oct_build(octree *t, long n, const double *xyz, const double lo[3], double side, int depth,
               int leaf_size, int periodic) {
     memset(t, 0, sizeof *t);
@@ -256,93 +350,14 @@ int oct_build(octree *t, long n, const double *xyz, const double lo[3], double s
     }
     if ((rc = check_coincident(t, key)) != 0) goto fail;
 
-    /* boxes, level by level (so each level is contiguous) */
+    if ((rc = build_boxes(t, key, depth, leaf_size)) != 0) goto fail;
     rc = FMM_ERR_NOMEM;
-    long cap = 1024;
-    t->box = malloc(sizeof(oct_box) * (size_t)cap);
-    t->level_start = malloc(sizeof(int) * (OCT_MAXLEVEL + 2));
-    if (!t->box || !t->level_start) goto fail;
-    oct_box root = {0, {0, 0, 0}, 0, n, -1, {-1, -1, -1, -1, -1, -1, -1, -1}, 0, {0, 0, 0}};
-    for (int d = 0; d < 3; ++d) root.c[d] = lo[d] + 0.5 * side;
-    t->box[0] = root;
-    t->nbox = 1;
-    t->level_start[0] = 0;
-    int level = 0;
-    for (;; ++level) {
-        int first = t->level_start[level], last = t->nbox;
-        t->level_start[level + 1] = last;
-        if (level == OCT_MAXLEVEL || (depth >= 0 && level == depth)) break;
-        for (int b = first; b < last; ++b) {
-            long cnt = t->box[b].end - t->box[b].begin;
-            int split = depth >= 0 ? 1 : cnt > leaf_size;
-            if (!split) continue;
-            int shift = 3 * (OCT_MAXLEVEL - level - 1);
-            uint64_t prefix = key[t->box[b].begin] >> (shift + 3) << (shift + 3);
-            long s = t->box[b].begin;
-            for (int o = 0; o < 8; ++o) {
-                long e = o == 7 ? t->box[b].end
-                                : lower_bound(key, s, t->box[b].end,
-                                              prefix | ((uint64_t)(o + 1) << shift));
-                if (e > s) {
-                    if (t->nbox == cap) {
-                        cap *= 2;
-                        oct_box *nb = realloc(t->box, sizeof(oct_box) * (size_t)cap);
-                        if (!nb) goto fail;
-                        t->box = nb;
-                    }
-                    oct_box *P = &t->box[b], *C = &t->box[t->nbox];
-                    C->level = level + 1;
-                    double h = side / (double)(1 << (level + 1));
-                    for (int d = 0; d < 3; ++d) {
-                        C->ix[d] = 2 * P->ix[d] + ((o >> d) & 1);
-                        C->c[d] = lo[d] + (C->ix[d] + 0.5) * h;
-                    }
-                    C->begin = s;
-                    C->end = e;
-                    C->parent = b;
-                    for (int k = 0; k < 8; ++k) C->child[k] = -1;
-                    C->nchild = 0;
-                    P->child[o] = t->nbox;
-                    P->nchild++;
-                    t->nbox++;
-                }
-                s = e;
-            }
-        }
-        if (t->nbox == last) {
-            t->level_start[level + 1] = last;
-            break;
-        }
-    }
-    t->depth = level;
-    while (t->depth > 0 && t->level_start[t->depth] == t->level_start[t->depth + 1]) t->depth--;
-    t->level_start[t->depth + 1] = t->nbox;
-
     t->leaves = malloc(sizeof(int) * (size_t)t->nbox);
     if (!t->leaves) goto fail;
     for (int b = 0; b < t->nbox; ++b)
         if (oct_is_leaf(&t->box[b])) t->leaves[t->nleaf++] = b;
 
-    /* colleagues level by level (each needs its parent's), then the other lists */
-    t->coll.start = malloc(sizeof(long) * (size_t)(t->nbox + 1));
-    t->coll.box = malloc(sizeof(int) * 27 * (size_t)t->nbox);
-    t->coll.aux = malloc(sizeof(unsigned short) * 27 * (size_t)t->nbox);
-    if (!t->coll.start || !t->coll.box || !t->coll.aux) goto fail;
-    /* levels are contiguous, so the CSR can grow level by level */
-    t->coll.start[0] = 0;
-    for (int l = 0; l <= t->depth; ++l) {
-        int b0 = t->level_start[l], b1 = t->level_start[l + 1];
-#pragma omp parallel for schedule(dynamic, 64)
-        for (int b = b0; b < b1; ++b) t->coll.start[b + 1] = colleagues(t, b, NULL, NULL);
-        for (int b = b0; b < b1; ++b) t->coll.start[b + 1] += t->coll.start[b];
-#pragma omp parallel for schedule(dynamic, 64)
-        for (int b = b0; b < b1; ++b)
-            colleagues(t, b, t->coll.box + t->coll.start[b], t->coll.aux + t->coll.start[b]);
-    }
-    if ((rc = build_list(t, &t->V, vlist)) != 0) goto fail;
-    if ((rc = build_list(t, &t->U, ulist)) != 0) goto fail;
-    if ((rc = build_list(t, &t->W, wlist)) != 0) goto fail;
-    if ((rc = build_list(t, &t->X, xlist)) != 0) goto fail;
+    if ((rc = build_all_lists(t)) != 0) goto fail;
     free(key);
     return 0;
 fail:
