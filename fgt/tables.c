@@ -49,6 +49,65 @@ static void tables_free(tables *t) {
     memset(t, 0, sizeof *t);
 }
 
+/* The 1-D errors at a distance of k boxes of side b, orders 1 .. FGT_PMAX, the largest over the
+ * sample points sa of two boxes: of the Hermite expansion into eh's row k, of H2T into et's (quick:
+ * twice the Hermite error; INFINITY where force rules H2T out). half: the error budget, below which
+ * the H2T scan stops. */
+static void errors_1d(int k, double b, const double *sa, double half, int force, int quick,
+                      double *eh, double *et) {
+    const int PM = FGT_PMAX;
+    const double dk = k * b;
+    /* Hermite */
+    double *e = eh + (size_t)k * (PM + 1);
+    for (int i = 0; i < SAMPLES; ++i)
+        for (int j = 0; j < SAMPLES; ++j) {
+            double a = sa[i], t = dk + sa[j], hn[FGT_PMAX], exact = exp(-(t - a) * (t - a));
+            hermite_fun(t, PM, hn);
+            double s = 0, an = 1;
+            for (int n = 0; n < PM; ++n) {
+                s += an * hn[n];
+                an *= a / (n + 1);
+                double err = fabs(exact - s);
+                e[n + 1] = err_max(e[n + 1], err);
+            }
+        }
+    /* H2T */
+    e = et + (size_t)k * (PM + 1);
+    double hd[2 * FGT_PMAX];
+    hermite_fun(dk, 2 * PM, hd);
+    if (quick)
+        for (int p = 1; p <= PM; ++p) e[p] = 2 * eh[(size_t)k * (PM + 1) + p];
+    else if (force == FGT_MODE_AUTO || force == FGT_MODE_H2T)
+        for (int p = 1; p <= PM; ++p) {
+            double worst = 0;
+            for (int i = 0; i < SAMPLES; ++i) {
+                double a = sa[i], C[FGT_PMAX], an[FGT_PMAX];
+                an[0] = 1;
+                for (int n = 1; n < p; ++n) an[n] = an[n - 1] * a / n;
+                double fb = 1; /* (-1)^beta / beta! */
+                for (int be = 0; be < p; ++be) {
+                    double s = 0;
+                    for (int al = 0; al < p; ++al) s += an[al] * hd[al + be];
+                    C[be] = fb * s;
+                    fb *= -1.0 / (be + 1);
+                }
+                for (int j = 0; j < SAMPLES; ++j) {
+                    double t = sa[j], s = 0;
+                    for (int be = p - 1; be >= 0; --be) s = s * t + C[be];
+                    double x = t + dk - a, err = fabs(exp(-x * x) - s);
+                    worst = err_max(worst, err);
+                }
+            }
+            e[p] = worst;
+            if (worst < 1e-6 * half) { /* far below any use: the rest is smaller still */
+                for (int q = p + 1; q <= PM; ++q) e[q] = worst;
+                break;
+            }
+        }
+    else
+        for (int p = 1; p <= PM; ++p) e[p] = INFINITY;
+}
+
 /* quick: the H2T error is taken as twice the Hermite error (for ranking box sides only) */
 static int tables_build(tables *T, double b, double tol, int dim, int force, int quick) {
     memset(T, 0, sizeof *T);
@@ -69,57 +128,9 @@ static int tables_build(tables *T, double b, double tol, int dim, int force, int
     double sa[SAMPLES];
     for (int i = 0; i < SAMPLES; ++i) sa[i] = -r + 2 * r * i / (SAMPLES - 1);
     for (int k = 0; k <= R; ++k) {
-        double dk = k * b, gap = k * b - b;
+        double gap = k * b - b;
         g[k] = gap > 0 ? exp(-gap * gap) : 1.0;
-        /* Hermite */
-        double *e = eh + (size_t)k * (PM + 1);
-        for (int i = 0; i < SAMPLES; ++i)
-            for (int j = 0; j < SAMPLES; ++j) {
-                double a = sa[i], t = dk + sa[j], hn[FGT_PMAX], exact = exp(-(t - a) * (t - a));
-                hermite_fun(t, PM, hn);
-                double s = 0, an = 1;
-                for (int n = 0; n < PM; ++n) {
-                    s += an * hn[n];
-                    an *= a / (n + 1);
-                    double err = fabs(exact - s);
-                    e[n + 1] = err_max(e[n + 1], err);
-                }
-            }
-        /* H2T */
-        e = et + (size_t)k * (PM + 1);
-        double hd[2 * FGT_PMAX];
-        hermite_fun(dk, 2 * PM, hd);
-        if (quick)
-            for (int p = 1; p <= PM; ++p) e[p] = 2 * eh[(size_t)k * (PM + 1) + p];
-        else if (force == FGT_MODE_AUTO || force == FGT_MODE_H2T)
-            for (int p = 1; p <= PM; ++p) {
-                double worst = 0;
-                for (int i = 0; i < SAMPLES; ++i) {
-                    double a = sa[i], C[FGT_PMAX], an[FGT_PMAX];
-                    an[0] = 1;
-                    for (int n = 1; n < p; ++n) an[n] = an[n - 1] * a / n;
-                    double fb = 1; /* (-1)^beta / beta! */
-                    for (int be = 0; be < p; ++be) {
-                        double s = 0;
-                        for (int al = 0; al < p; ++al) s += an[al] * hd[al + be];
-                        C[be] = fb * s;
-                        fb *= -1.0 / (be + 1);
-                    }
-                    for (int j = 0; j < SAMPLES; ++j) {
-                        double t = sa[j], s = 0;
-                        for (int be = p - 1; be >= 0; --be) s = s * t + C[be];
-                        double x = t + dk - a, err = fabs(exp(-x * x) - s);
-                        worst = err_max(worst, err);
-                    }
-                }
-                e[p] = worst;
-                if (worst < 1e-6 * half) { /* far below any use: the rest is smaller still */
-                    for (int q = p + 1; q <= PM; ++q) e[q] = worst;
-                    break;
-                }
-            }
-        else
-            for (int p = 1; p <= PM; ++p) e[p] = INFINITY;
+        errors_1d(k, b, sa, half, force, quick, eh, et);
     }
     /* per offset triple (folded to |k|) */
     const int R0 = dim >= 3 ? R : 0, R1 = dim >= 2 ? R : 0;
