@@ -133,18 +133,13 @@ int fmm_dist_corrections(fmm_plan *P, int rc) {
 int fmm_dist_outputs(fmm_plan *P, int rc, double ehome, double *energy, double *virial) {
     fmm_dist_plan *D = P->dist->plan;
     const octree *t = &P->tree;
-    const double *qh = P->dist->qh, *xs[3] = {t->x, t->y, t->z};
-    /* the energy; periodic: sum F (x) (x - g) and the image forces (fmm/periodic.c); open: the
-       home particles' part of the virial (fmm/execute.c) */
+    /* the energy; periodic: sum F (x) (x - g) - vpair over the home charges and the far pairs of
+       the owned boxes (fmm/periodic.c fmm_virial_sum), and the image forces; open: the home
+       particles' part of the virial (fmm/execute.c) */
     double s[92] = {0};
     s[0] = ehome;
-    const double *g = D->g;
     if (!rc && virial && !P->opts.periodic) memcpy(s + 1, virial, 9 * sizeof(double));
-    for (long i = 0; !rc && virial && P->opts.periodic && i < t->n; ++i) {
-        const double F[3] = {qh[i] * P->ex[i], qh[i] * P->ey[i], qh[i] * P->ez[i]};
-        for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b) s[1 + 3 * a + b] += F[a] * (xs[b][i] - g[b]);
-    }
+    if (!rc && virial && P->opts.periodic) fmm_virial_sum(P, P->dist->qh, s + 1);
     if (virial) memcpy(s + 10, P->fshift, sizeof P->fshift);
     rc = allreduce_rc(D, s, 91, rc);
     if (rc) return rc;

@@ -19,7 +19,6 @@ struct fmm_dist_plan {
     double *qloc;  /* [nloc] charges in the plan's order: home, halo, stand-ins (0) */
     double ext[6]; /* the particles' extent in the plan's units: minima, minima of the negatives */
     double corner[6]; /* open boundaries: the corners of the set's bounding box (caller's units) */
-    double g[3];      /* the origin of the virial's sum F (x) Y (fmm/periodic.c), plan's units */
     double mom[6];    /* the last evaluation's global Q, sum |q|, dipole, second moment */
     long nglobal;
 };

@@ -439,9 +439,10 @@ int fmm_dist_setpts(fmm_dist_plan *D, long nhome, const double *xyz) {
         rc = fmm_setpts(P, nloc, loc);
     }
     if (!rc) {
-        /* the origin of fmm_periodic_virial_cpu from the global extent of the home particles */
+        /* the origin of the virial's sum (fmm/periodic.c fmm_virial_sum) from the global extent of
+           the home particles, the same on every rank (fmm/execute.c keeps a periodic rank's) */
         const double hi[3] = {-D->ext[3], -D->ext[4], -D->ext[5]};
-        fmm_virial_origin(D->ext, hi, P->tree.box[0].c, D->g);
+        fmm_virial_origin(D->ext, hi, P->tree.box[0].c, P->vorg);
         D->R.nhome = nhome;
         D->nloc = nloc, D->nhalo = nhalo;
         rc = build_rank(D, pr, m);
