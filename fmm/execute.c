@@ -209,7 +209,7 @@ static int evaluate(fmm_plan *P, const void *q, int charged, int qexp, void *phi
     }
     if (P->is_cell && P->virial) memset(P->fimg, 0, sizeof(double) * 3 * (size_t)P->nimg);
     /* the far pairs' terms of the virial about its origin (a distributed rank's periodic origin
-       is fmm/dist.c's, of all ranks' particles) */
+       is that of all ranks' particles, set with its points) */
     P->vpairs = virial != NULL;
     memset(P->vpair, 0, sizeof P->vpair);
     if (virial && !(P->dist && P->opts.periodic)) fmm_virial_point(P, P->vorg);

@@ -54,7 +54,8 @@ struct fmm_plan {
     int virial;      /* this evaluation also gathers the forces per periodic image */
     double fshift[81]; /* [27][3] total force on the cell from the sources of each image */
     int vpairs;        /* CPU, a virial asked: this evaluation gathers vpair about vorg */
-    double vorg[3];    /* the origin g of the virial's sum F_i (x) (x_i - g) (fmm_virial_point) */
+    double vorg[3];    /* the origin g of the virial's sum F_i (x) (x_i - g): fmm_virial_point, or
+                          on a distributed rank, periodic, that of all ranks' particles */
     double vpair[9];   /* the far pairs' terms of m2l/m2l_cpu.h (m2l_virial): the virial is
                           sum_i F_i (x) (x_i - g) - vpair (fmm/periodic.c) */
     double *bg;        /* periodic: multipole of a unit charge spread over the unit cube */

@@ -7,6 +7,7 @@
 #include "core/panel.h"
 #include "core/reduce.h"
 #include "fmm_common.h"
+#include "m2l/virial_terms.h"
 
 #define CHUNK 32 /* target boxes per task */
 
@@ -57,7 +58,9 @@ int m2l_cpu_level_virial(const m2l_operators *ops, const octree *t, int level, c
         /* panels: row k holds coefficient k of NB translations; padding rows stay zero */
         double *B = aligned_alloc(64, sizeof(double) * (size_t)PANEL_NB * np);
         double *C = aligned_alloc(64, sizeof(double) * (size_t)PANEL_NB * np);
-        if (!B || !C)
+        /* with the virial's terms: the force maps of the chunk's targets (m2l/virial_terms.h) */
+        double *G = terms ? malloc(sizeof(double) * 3 * CHUNK * (size_t)np) : NULL;
+        if (!B || !C || (terms && !G))
             fail = 1;
         else
             memset(B, 0, sizeof(double) * (size_t)PANEL_NB * np),
@@ -81,6 +84,9 @@ int m2l_cpu_level_virial(const m2l_operators *ops, const octree *t, int level, c
                 }
             }
             double *fl = fch ? fch + NS * (size_t)((cb - b0) / CHUNK) : NULL;
+            for (int b = cb; terms && b < ce; ++b)
+                if (V->start[b + 1] > V->start[b])
+                    m2l_force_map(ops->p, h, W + (size_t)b * np, np, G + 3 * (size_t)(b - cb) * np);
             long cnt[M2L_NCLASS + 1] = {0};
             for (long e = V->start[cb]; e < V->start[ce]; ++e) cnt[ops->cls[V->aux[e]] + 1]++;
             for (int c = 0; c < M2L_NCLASS; ++c) cnt[c + 1] += cnt[c];
@@ -111,11 +117,13 @@ int m2l_cpu_level_virial(const m2l_operators *ops, const octree *t, int level, c
                         long e = e0 + j;
                         int code = fshift ? v_shift(t, level, tgt[e], src[e], off[e]) : OCT_NOSHIFT;
                         if (!pairs && code == OCT_NOSHIFT) continue;
-                        double u[HARM_NPAD_MAX], F[3];
+                        double u[HARM_NPAD_MAX], F[3] = {0, 0, 0};
                         const double *sg = ops->sign + flg[e] * np;
+                        const double *g = G + 3 * (size_t)(tgt[e] - cb) * np;
                         for (int k = 0; k < ops->ncoef; ++k)
                             u[k] = sg[k] * C[(size_t)k * PANEL_NB + j];
-                        harm_local_force(ops->p, h, u, 1, W + (size_t)tgt[e] * np, F);
+                        for (int a = 0; a < 3; ++a)
+                            for (int k = 0; k < ops->ncoef; ++k) F[a] += g[a * np + k] * u[k];
                         if (code != OCT_NOSHIFT)
                             for (int a = 0; a < 3; ++a) fl[3 * code + a] += F[a];
                         if (pairs)
@@ -126,7 +134,7 @@ int m2l_cpu_level_virial(const m2l_operators *ops, const octree *t, int level, c
                 }
             }
         }
-        free(src), free(tgt), free(flg), free(off), free(B), free(C);
+        free(src), free(tgt), free(flg), free(off), free(B), free(C), free(G);
     }
     if (fch) {
         double sum[NS];

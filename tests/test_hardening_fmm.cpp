@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/harmonics.h"
 #include "fmm.h"
+#include "m2l/virial_terms.h"
 #include "test_env.h"
 
 namespace {
@@ -274,6 +276,29 @@ std::pair<double, int> clustered_virial_error(const std::vector<double> &xyz,
     for (long i = 0; i < n; ++i) qn += q[i] * q[i], pn += phi[i] * phi[i];
     for (int k = 0; k < 9; ++k) dw = std::max(dw, std::fabs(W[k] - Wr[k]));
     return {dw / (0.5 * std::sqrt(qn * pn)), info.depth};
+}
+
+// The force map of the virial's M2L terms (m2l/virial_terms.h) against harm_local_force, whose
+// sums it reads as a linear map of the local expansion: random scaled expansions at several
+// orders and box sides
+TEST(CloseClusterVirial, ForceMapIsTheLocalForce) {
+    std::mt19937_64 g(test_seed());
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (int p : {1, 2, 3, 6, 11, 20})
+        for (double h : {1.0, 3e-6, 7e5}) {
+            const int nc = harm_ncoef(p);
+            std::vector<double> w(nc), loc(nc), G(3 * nc, NAN);
+            for (auto &v : w) v = u(g);
+            for (auto &v : loc) v = u(g);
+            double F[3], Fm[3] = {0, 0, 0}, mag = 0;
+            harm_local_force(p, h, loc.data(), 1, w.data(), F);
+            m2l_force_map(p, h, w.data(), nc, G.data());
+            for (int a = 0; a < 3; ++a)
+                for (int k = 0; k < nc; ++k)
+                    Fm[a] += G[a * nc + k] * loc[k], mag += std::fabs(G[a * nc + k] * loc[k]);
+            for (int a = 0; a < 3; ++a)
+                EXPECT_LE(std::fabs(Fm[a] - F[a]), 1e-14 * mag) << "p " << p << ", h " << h;
+        }
 }
 
 // Issue 33: the expansions' forces between the boxes of a close cluster deep in an adaptive tree
