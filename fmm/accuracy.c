@@ -1,5 +1,7 @@
 #include "fmm/accuracy.h"
 
+#include <math.h>
+
 #include "fmm.h"
 
 /* Largest relative L2 potential error measured at each order p = 1..FMM_ORDER_MAX (index
@@ -56,7 +58,8 @@ int fmm_order_for_tolerance(double tol, int periodic) {
 }
 
 /* Leaf capacity: balances the near field (P2P, O(s) pairs per particle) against the far
- * field (up to 189 M2L of O(p^3) per box). Split boxes hold s/8..s particles; on the
- * CI-class CPU (2 cores, AVX-512), uniform N = 2e5, the optimum mean leaf occupancy was
- * 50-100 particles for p = 6..14. */
-int fmm_leaf_for_order(int p) { return p <= 10 ? 128 : 200; }
+ * field (up to 189 M2L of O(p^3) per box), so it grows with the order. Split boxes hold
+ * s/8..s particles. The best capacities measured (docs/tuning.md, "Leaf capacity"): 64-128 at
+ * p = 6, 256-600 at p = 15, 400-600 at p = 28, 1000 and more at p = 44; 128 (p / 8)^1.3 is in
+ * every one of those ranges (the cost model's p^1.5 is not). */
+int fmm_leaf_for_order(int p) { return p <= 8 ? 128 : (int)(128 * pow(p / 8.0, 1.3)); }
