@@ -1,4 +1,5 @@
-/* bldtt/bldtt_cuda.h - CUDA entry points of the BLDTT solver (bldtt_cuda.cu); called from
+/* bldtt/bldtt_cuda.h - CUDA entry points of the BLDTT solver (bldtt_cuda.cu, bldtt_cuda_passes.cu,
+ * bldtt_cuda_direct.cu); called from
  * bldtt/setpts.c and bldtt/execute.c only when FMM_HAVE_CUDA is defined. Every function returns an
  * fmm_status. */
 #ifndef FMM_BLDTT_CUDA_H

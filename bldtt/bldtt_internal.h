@@ -39,7 +39,7 @@ struct bldtt_plan {
     bt_list lists[4]; /* PP, PC (by target leaf), CP, CC (by target cluster) */
     char *tneed;      /* target clusters whose proxy potentials are used */
     bldtt_info info;
-    void *cuda; /* device state of a CUDA plan (bldtt_cuda.cu) */
+    void *cuda; /* device state of a CUDA plan (bt_gpu::bt_dev, bldtt_cuda_plan.cuh) */
 };
 
 /* One target against a run of sources, accumulated: out[0] += sum_j G q_j and, for the

@@ -1,6 +1,6 @@
 /* bldtt/execute.c - bldtt_execute and its CPU evaluation: proxy charges up the source tree,
  * the four interaction types, proxy potentials down the target tree, and the targets
- * (docs/bldtt.md); a CUDA plan runs bldtt/bldtt_cuda.cu instead. */
+ * (docs/bldtt.md); a CUDA plan runs bldtt/bldtt_cuda_passes.cu instead. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>

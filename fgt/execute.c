@@ -1,6 +1,6 @@
 /* fgt/execute.c - fgt_execute: the CPU evaluation (the box pairs of each target box by
  * fgt_traverse, each in the mode the tables chose; fgt_kernels.c), or the CUDA one
- * (fgt_cuda.cu); and the direct sum fgt_direct. */
+ * (fgt_cuda_passes.cu); and the direct sum fgt_direct. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>

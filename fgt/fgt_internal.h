@@ -81,7 +81,7 @@ struct fgt_plan {
     /* execute buffers */
     double *sq, *A, *gs;
 
-    void *cuda; /* struct fgt_cuda_state (fgt_cuda.cu) */
+    void *cuda; /* fgt_gpu::State (fgt/fgt_cuda_plan.cuh), made by fgt_cuda.cu */
 };
 
 /* The mode of a pair with ns sources, nt targets at offset entry e; *p receives its order. */
@@ -152,7 +152,8 @@ int fgt_choose_boxes(fgt_plan *t, const double ext[3], long ns, long nt);
 typedef void (*fgt_visit_fn)(void *ctx, long sb, const long k[3], int mode, int order);
 void fgt_box_index(const fgt_plan *p, int64_t key, long i[3]);
 void fgt_traverse(const fgt_plan *p, long tb, fgt_visit_fn visit, void *ctx);
-/* fgt_cuda.cu (absent without CUDA: the CPU files do not call them then) */
+/* fgt_cuda.cu (setpts, free), fgt_cuda_passes.cu (execute, stage times), fgt_cuda_bench.cu
+   (absent without CUDA: the CPU files do not call them then) */
 int fgt_cuda_setpts(fgt_plan *p);
 int fgt_cuda_execute(fgt_plan *p, const double *q_sorted, double *g_sorted);
 void fgt_cuda_free(fgt_plan *p);
