@@ -19,6 +19,25 @@ static int v_shift(const octree *t, int level, int tgt, int src, int offset) {
     return code;
 }
 
+/* F[3j..3j+2] = the force of panel column j (nc translations, their local expansions in the
+ * frames of their reflection flags flg) on its target's charges, by the target's force map
+ * (G + 3 np (target - t0), m2l/virial_terms.h) */
+static void panel_forces(const m2l_operators *ops, int nc, const double *C,
+                         const unsigned char *flg, const int *tgt, int t0, const double *G,
+                         double *F) {
+    const int np = ops->npad;
+    for (int j = 0; j < nc; ++j) {
+        const double *g = G + 3 * (size_t)(tgt[j] - t0) * np, *sg = ops->sign + flg[j] * np;
+        double fx = 0, fy = 0, fz = 0;
+#pragma omp simd reduction(+ : fx, fy, fz)
+        for (int k = 0; k < ops->ncoef; ++k) {
+            const double u = sg[k] * C[(size_t)k * PANEL_NB + j];
+            fx += g[k] * u, fy += g[np + k] * u, fz += g[2 * np + k] * u;
+        }
+        F[3 * j] = fx, F[3 * j + 1] = fy, F[3 * j + 2] = fz;
+    }
+}
+
 void m2l_pair_virial(const double cA[3], const double cC[3], const double g[3], const double F[3],
                      double v[9]) {
     for (int b = 0; b < 3; ++b) {
@@ -113,21 +132,19 @@ int m2l_cpu_level_virial(const m2l_operators *ops, const octree *t, int level, c
                     panel_gather(np, W, nc, src + e0, flg + e0, ops->sign, C);
                     panel_apply(&op, C, B);
                     /* the net force of each translation on its target box's charges */
-                    for (int j = 0; terms && j < nc; ++j) {
-                        long e = e0 + j;
-                        int code = fshift ? v_shift(t, level, tgt[e], src[e], off[e]) : OCT_NOSHIFT;
-                        if (!pairs && code == OCT_NOSHIFT) continue;
-                        double u[HARM_NPAD_MAX], F[3] = {0, 0, 0};
-                        const double *sg = ops->sign + flg[e] * np;
-                        const double *g = G + 3 * (size_t)(tgt[e] - cb) * np;
-                        for (int k = 0; k < ops->ncoef; ++k)
-                            u[k] = sg[k] * C[(size_t)k * PANEL_NB + j];
-                        for (int a = 0; a < 3; ++a)
-                            for (int k = 0; k < ops->ncoef; ++k) F[a] += g[a * np + k] * u[k];
-                        if (code != OCT_NOSHIFT)
-                            for (int a = 0; a < 3; ++a) fl[3 * code + a] += F[a];
-                        if (pairs)
-                            m2l_pair_virial(t->box[tgt[e]].c, t->box[src[e]].c, v->g, F, fl + 81);
+                    if (terms) {
+                        double F[3 * PANEL_NB];
+                        panel_forces(ops, nc, C, flg + e0, tgt + e0, cb, G, F);
+                        for (int j = 0; j < nc; ++j) {
+                            long e = e0 + j;
+                            int code =
+                                fshift ? v_shift(t, level, tgt[e], src[e], off[e]) : OCT_NOSHIFT;
+                            if (code != OCT_NOSHIFT)
+                                for (int a = 0; a < 3; ++a) fl[3 * code + a] += F[3 * j + a];
+                            if (pairs)
+                                m2l_pair_virial(t->box[tgt[e]].c, t->box[src[e]].c, v->g, F + 3 * j,
+                                                fl + 81);
+                        }
                     }
                     /* one target may occur twice in a panel: the scatter adds in order */
                     panel_scatter_add(np, C, nc, tgt + e0, flg + e0, ops->sign, U);
