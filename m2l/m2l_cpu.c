@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/harmonics.h"
 #include "core/panel.h"
 #include "core/reduce.h"
 #include "fmm_common.h"
